@@ -1,0 +1,65 @@
+"""One figure style for the book, and the theory-over-simulation overlay.
+
+Convention used by every figure: simulations are thin lines or markers, theory is a
+solid line in the same colour; a dashed line is the second theory (the paper's
+decoupled equations when the exact mean flow is solid).
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import numpy as np
+
+# Colour-blind-safe qualitative palette (Okabe & Ito), extended by a colormap.
+_OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+
+BOOK_STYLE = {
+    "figure.dpi": 90,
+    "savefig.dpi": 90,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "lines.linewidth": 1.8,
+}
+
+
+def use_book_style() -> None:
+    """Apply the book's matplotlib rc settings (idempotent)."""
+    mpl.rcParams.update(BOOK_STYLE)
+
+
+def mode_colors(d: int) -> list[str]:
+    """Return ``d`` distinct colours, one per eigenmode, ordered like the modes.
+
+    Parameters
+    ----------
+    d : int
+        Number of modes, ``d >= 1``.
+    """
+    if not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    if d <= len(_OKABE_ITO):
+        return _OKABE_ITO[:d]
+    cmap = mpl.colormaps["viridis"]
+    return [mpl.colors.to_hex(cmap(x)) for x in np.linspace(0.0, 0.9, d)]
+
+
+def overlay(ax, t_sim, y_sim, t_theory, y_theory, *, color, label=None,
+            theory_style="-", sim_label="simulation", theory_label="theory"):
+    """Draw a simulation (thin, translucent) and its theory (solid) on ``ax``.
+
+    ``y_sim`` and ``y_theory`` are 1-D arrays; a non-finite value raises, so a figure
+    never silently shows NaN.
+    """
+    for name, arr in (("y_sim", y_sim), ("y_theory", y_theory)):
+        if not np.all(np.isfinite(np.asarray(arr, dtype=float))):
+            raise ValueError(f"{name} contains non-finite values; refusing to plot them")
+    ax.plot(t_sim, y_sim, color=color, lw=1.0, alpha=0.55,
+            label=None if label is None else f"{label} ({sim_label})")
+    ax.plot(t_theory, y_theory, theory_style, color=color, lw=1.8,
+            label=None if label is None else f"{label} ({theory_label})")

@@ -1,0 +1,51 @@
+"""The one switch between the quick scale (CI, Binder, laptops) and the paper's scale.
+
+Every experiment in the book reads its size through :func:`pick`, so one environment
+variable changes the whole book::
+
+    ICLLIB_SCALE=full jupyter-book build .
+
+``quick`` (the default) keeps every chapter within about a minute on a 2-core CPU;
+``full`` is the paper-scale setting, meant for a GPU machine.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TypeVar
+
+T = TypeVar("T")
+
+SCALES = ("quick", "full")
+ENV_VAR = "ICLLIB_SCALE"
+
+
+def current_scale() -> str:
+    """Return the scale selected by the ``ICLLIB_SCALE`` environment variable.
+
+    Returns
+    -------
+    str
+        ``"quick"`` (default, also when the variable is unset or empty) or ``"full"``.
+
+    Raises
+    ------
+    ValueError
+        If the variable holds anything else.
+    """
+    value = os.environ.get(ENV_VAR, "").strip().lower() or "quick"
+    if value not in SCALES:
+        raise ValueError(
+            f"{ENV_VAR} must be one of {SCALES} (or unset for 'quick'), got {value!r}"
+        )
+    return value
+
+
+def pick(*, quick: T, full: T) -> T:
+    """Return ``quick`` or ``full`` according to :func:`current_scale`.
+
+    Examples
+    --------
+    >>> steps = pick(quick=2_000, full=200_000)
+    """
+    return full if current_scale() == "full" else quick
