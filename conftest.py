@@ -1,0 +1,46 @@
+"""Let nbval test the MyST-markdown chapters directly (no .ipynb on disk).
+
+``pytest --nbval-lax --nbval-current-env book/`` collects every chapter ``book/*.md`` that has
+a jupytext header, reads it through :func:`jupytext.read`, and runs its cells in a fresh
+kernel.  Text notebooks carry no outputs, so the checks live in the cells themselves
+(assertions, many in ``remove-cell`` cells).
+"""
+
+import os
+
+import pytest
+
+# Interactive figures render every frame under test: every control value is exercised.
+os.environ.setdefault("ICLLIB_FIGURES", "static")
+
+
+def _is_myst_notebook(path) -> bool:
+    if path.suffix != ".md" or path.parent.name != "book":
+        return False
+    with open(path, encoding="utf-8") as fh:
+        head = fh.read(400)
+    return head.startswith("---") and "jupytext:" in head and "kernelspec:" in head
+
+
+def pytest_collect_file(file_path, parent):
+    opt = parent.config.option
+    if not (getattr(opt, "nbval", False) or getattr(opt, "nbval_lax", False)):
+        return None
+    if not _is_myst_notebook(file_path):
+        return None
+    import jupytext
+    from nbval.plugin import IPyNbFile
+
+    class MystNotebookFile(IPyNbFile):
+        def collect(self):
+            from unittest import mock
+
+            import nbval.plugin
+
+            nb = jupytext.read(str(self.fspath))
+            # nbval reads the file with nbformat.read; hand it the jupytext notebook instead.
+            with mock.patch.object(nbval.plugin.nbformat, "read", lambda *a, **k: nb):
+                items = list(super().collect())
+            yield from items
+
+    return MystNotebookFile.from_parent(parent, path=file_path)
