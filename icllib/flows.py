@@ -1,0 +1,279 @@
+r"""Mean-field gradient flows of the reduced linear transformer (science notes secs. 4-5).
+
+Two ODE systems for the mode amplitudes ``p_a`` (of ``p2``) and ``q_a`` (of ``q1``), both in
+the ``"steps"`` time convention of :mod:`icllib.theory` (batch-mean loss, step ``eta``,
+``tau_a = 1/(eta s_a^2)``, ``t`` in SGD steps):
+
+:func:`decoupled_flow`
+    the paper's eqs. 9-10, ``tau_a dp_a/dt = q_a (1 - p_a q_a s_inf_a)`` and
+    ``tau_a dq_a/dt = p_a (1 - p_a q_a s_inf_a)``: the gradient flow of
+    :func:`icllib.theory.paper_loss`;
+:func:`exact_mean_flow`
+    the gradient flow ``d(p, q)/dt = -eta grad l`` of the exact task- and data-averaged
+    loss :func:`icllib.theory.exact_loss` (science notes sec. 5), whose modes are coupled
+    through ``sum_b s_b p_b^2`` and ``sum_b s_b^2 q_b^2``.
+
+Both are integrated by ``scipy.integrate.solve_ivp`` with LSODA and the analytic Jacobian
+(the problem is stiff once the fast modes have converged: an explicit DOP853 run at the same
+tolerance is slower and ~100x less accurate in the converged fast modes; see
+``bench/bench_theory.py``).  The right-hand sides are numpy-vectorised over modes (and over
+any leading axes, when called directly as :func:`paper_velocity` and
+:func:`exact_mean_velocity`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from .theory import (
+    _check_N,
+    _check_finite_array,
+    _check_modes,
+    _check_positive_scalar,
+    _check_spectrum,
+    exact_loss,
+    paper_loss,
+    s_inf,
+)
+
+__all__ = [
+    "FlowSolution",
+    "paper_velocity",
+    "exact_mean_velocity",
+    "decoupled_flow",
+    "exact_mean_flow",
+]
+
+
+@dataclass(frozen=True)
+class FlowSolution:
+    """A solved trajectory of a mode flow.
+
+    Attributes
+    ----------
+    t : ndarray, shape (T,)
+        Times, in SGD steps.
+    p, q : ndarray, shape (T, d)
+        Mode amplitudes of ``p2`` and ``q1``.
+    a : ndarray, shape (T, d)
+        Products ``p * q`` (the eigenvalues of ``p2 q1``).
+    loss : ndarray, shape (T,)
+        The flow's own loss: :func:`icllib.theory.paper_loss` for
+        :func:`decoupled_flow`, :func:`icllib.theory.exact_loss` for
+        :func:`exact_mean_flow`.
+    """
+
+    t: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    a: np.ndarray
+    loss: np.ndarray
+
+
+def paper_velocity(p, q, s, N, *, eta=1.0):
+    r"""Right-hand side of the paper's decoupled flow (eqs. 9-10).
+
+    ``dp_a/dt = eta s_a^2 q_a (1 - p_a q_a s_inf_a)``,
+    ``dq_a/dt = eta s_a^2 p_a (1 - p_a q_a s_inf_a)`` (``tau_a = 1/(eta s_a^2)``, ``t`` in
+    SGD steps; science notes sec. 4).
+
+    Parameters
+    ----------
+    p, q : array_like, shape (..., d)
+    s : array_like, shape (d,)
+    N : int
+    eta : float
+
+    Returns
+    -------
+    dp, dq : ndarray, shape (..., d)
+    """
+    s = _check_spectrum(s)
+    eta = _check_positive_scalar(eta, "eta")
+    p = _check_modes(p, s.size, "p")
+    q = _check_modes(q, s.size, "q")
+    f = eta * s ** 2 * (1.0 - p * q * s_inf(s, N))
+    return q * f, p * f
+
+
+def exact_mean_velocity(p, q, s, N, *, eta=1.0):
+    r"""Right-hand side of the exact mean flow (science notes sec. 5).
+
+    ``tau_a dp_a/dt = q_a - p_a [((N+1)/N) s_a q_a^2 + (1/(N s_a)) sum_b s_b^2 q_b^2]``,
+    ``tau_a dq_a/dt = p_a - q_a [((N+1)/N) s_a p_a^2 + (1/N) sum_b s_b p_b^2]``,
+    ``tau_a = 1/(eta s_a^2)``; this is ``-eta`` times the gradient of
+    :func:`icllib.theory.exact_loss`.
+
+    Parameters
+    ----------
+    p, q : array_like, shape (..., d)
+    s : array_like, shape (d,)
+    N : int
+    eta : float
+
+    Returns
+    -------
+    dp, dq : ndarray, shape (..., d)
+    """
+    s = _check_spectrum(s)
+    N = _check_N(N)
+    eta = _check_positive_scalar(eta, "eta")
+    p = _check_modes(p, s.size, "p")
+    q = _check_modes(q, s.size, "q")
+    c = (N + 1) / N
+    Qs = np.sum(s ** 2 * q * q, axis=-1, keepdims=True)
+    Ps = np.sum(s * p * p, axis=-1, keepdims=True)
+    inv_tau = eta * s ** 2
+    dp = inv_tau * (q - p * (c * s * q * q + Qs / (N * s)))
+    dq = inv_tau * (p - q * (c * s * p * p + Ps / N))
+    return dp, dq
+
+
+def _check_flow_inputs(p0, q0, s, N, t, eta, rtol, atol):
+    s = _check_spectrum(s)
+    N = _check_N(N)
+    eta = _check_positive_scalar(eta, "eta")
+    rtol = _check_positive_scalar(rtol, "rtol")
+    atol = _check_positive_scalar(atol, "atol")
+    d = s.size
+    p0 = _check_finite_array(p0, "p0")
+    q0 = _check_finite_array(q0, "q0")
+    if p0.shape != (d,):
+        raise ValueError(f"p0 must have shape ({d},) (one amplitude per mode of s), "
+                         f"got {p0.shape}")
+    if q0.shape != (d,):
+        raise ValueError(f"q0 must have shape ({d},) (one amplitude per mode of s), "
+                         f"got {q0.shape}")
+    t = _check_finite_array(t, "t")
+    if t.ndim != 1 or t.size == 0:
+        raise ValueError(f"t must be a non-empty 1-D array of times, got shape {t.shape}")
+    if t[0] < 0 or np.any(np.diff(t) < 0):
+        raise ValueError("t must be non-decreasing and start at >= 0 (the initial state "
+                         "is at t = 0)")
+    return p0, q0, s, N, t, eta, rtol, atol
+
+
+def _integrate(fun, jac, y0, t, rtol, atol):
+    d = y0.size // 2
+    if t[-1] == 0:
+        Y = np.broadcast_to(y0, (t.size, 2 * d)).copy()
+    else:
+        sol = solve_ivp(fun, (0.0, float(t[-1])), y0, method="LSODA", t_eval=t,
+                        rtol=rtol, atol=atol, jac=jac)
+        if not sol.success:
+            raise RuntimeError(f"solve_ivp failed: {sol.message}")
+        Y = sol.y.T
+    return Y[:, :d].copy(), Y[:, d:].copy()
+
+
+def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
+    r"""Integrate the paper's decoupled mode dynamics (eqs. 9-12).
+
+    ``tau_a dp_a/dt = q_a (1 - p_a q_a s_inf_a)``, ``tau_a dq_a/dt = p_a (1 - p_a q_a
+    s_inf_a)``, ``tau_a = 1/(eta s_a^2)``, ``t`` in SGD steps (batch-mean loss; science
+    notes sec. 4).  Conserves every ``p_a^2 - q_a^2``.
+
+    Parameters
+    ----------
+    p0, q0 : array_like, shape (d,)
+        Initial amplitudes at ``t = 0``.
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x``.
+    N : int
+        Context length.
+    t : array_like, shape (T,)
+        Output times, non-decreasing, ``>= 0``.
+    eta : float
+        Learning rate.
+    rtol, atol : float
+        ``solve_ivp`` tolerances.
+
+    Returns
+    -------
+    FlowSolution
+        with ``loss = paper_loss(a, s, N)``.
+    """
+    p0, q0, s, N, t, eta, rtol, atol = _check_flow_inputs(p0, q0, s, N, t, eta, rtol, atol)
+    d = s.size
+    inv_tau = eta * s ** 2
+    k = s_inf(s, N)
+    idx = np.arange(d)
+
+    def fun(_, y):
+        p = y[:d]
+        q = y[d:]
+        f = inv_tau * (1.0 - p * q * k)
+        out = np.empty_like(y)
+        out[:d] = q * f
+        out[d:] = p * f
+        return out
+
+    def jac(_, y):
+        p = y[:d]
+        q = y[d:]
+        f = inv_tau * (1.0 - p * q * k)
+        g = inv_tau * k * p * q
+        J = np.zeros((2 * d, 2 * d))
+        J[idx, idx] = -inv_tau * k * q * q
+        J[idx, d + idx] = f - g
+        J[d + idx, idx] = f - g
+        J[d + idx, d + idx] = -inv_tau * k * p * p
+        return J
+
+    p, q = _integrate(fun, jac, np.concatenate([p0, q0]), t, rtol, atol)
+    a = p * q
+    return FlowSolution(t=t.copy(), p=p, q=q, a=a, loss=paper_loss(a, s, N))
+
+
+def exact_mean_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
+    r"""Integrate the exact mean gradient flow of the reduced model (science notes sec. 5).
+
+    ``d(p, q)/dt = -eta grad exact_loss(p, q)``, written out in
+    :func:`exact_mean_velocity`; ``t`` in SGD steps.  Conserves ``sum_a p_a^2 - q_a^2``
+    but not the per-mode ``p_a^2 - q_a^2`` (unless ``S`` is isotropic and ``p, q`` are
+    mode-uniform).  Converges to the minimiser given by
+    :func:`icllib.theory.exact_fixed_point_pq`.
+
+    Parameters and return value as in :func:`decoupled_flow`, with
+    ``loss = exact_loss(p, q, s, N)``.
+    """
+    p0, q0, s, N, t, eta, rtol, atol = _check_flow_inputs(p0, q0, s, N, t, eta, rtol, atol)
+    d = s.size
+    inv_tau = eta * s ** 2
+    c = (N + 1) / N
+    s2, s3 = s ** 2, s ** 3
+    idx = np.arange(d)
+
+    def fun(_, y):
+        p = y[:d]
+        q = y[d:]
+        Qs = np.dot(s2, q * q)
+        Ps = np.dot(s, p * p)
+        out = np.empty_like(y)
+        out[:d] = inv_tau * (q - p * (c * s * q * q + Qs / (N * s)))
+        out[d:] = inv_tau * (p - q * (c * s * p * p + Ps / N))
+        return out
+
+    def jac(_, y):
+        p = y[:d]
+        q = y[d:]
+        Qs = np.dot(s2, q * q)
+        Ps = np.dot(s, p * p)
+        cross = eta * (s2 - 2.0 * c * s3 * p * q)
+        J = np.empty((2 * d, 2 * d))
+        # d(dp_a)/dq_b: rank-one coupling -eta s_a p_a 2 s_b^2 q_b / N
+        J[:d, d:] = -(2.0 * eta / N) * np.outer(s * p, s2 * q)
+        J[d:, :d] = -(2.0 * eta / N) * np.outer(s2 * q, s * p)
+        J[:d, :d] = 0.0
+        J[d:, d:] = 0.0
+        J[idx, idx] = -eta * (c * s3 * q * q + s * Qs / N)
+        J[d + idx, d + idx] = -eta * (c * s3 * p * p + s2 * Ps / N)
+        J[idx, d + idx] += cross
+        J[d + idx, idx] += cross
+        return J
+
+    p, q = _integrate(fun, jac, np.concatenate([p0, q0]), t, rtol, atol)
+    return FlowSolution(t=t.copy(), p=p, q=q, a=p * q, loss=exact_loss(p, q, s, N))
