@@ -1,0 +1,287 @@
+"""Tests for icllib.data: covariances, task sets, prompts and the exact Wishart sampler.
+
+Monte-Carlo checks use z-scores: the deviation of a sample mean from its prediction divided by
+the standard error estimated from the same samples.  With fixed seeds they are deterministic;
+the threshold Z_MAX = 5 is exceeded by chance with probability ~6e-7 per statistic, while the
+wrong formulas named in each test miss by tens to hundreds of standard errors.
+"""
+
+import numpy as np
+import pytest
+
+from icllib.data import (
+    ContextStatistics,
+    DataConfig,
+    PromptBatch,
+    covariance,
+    random_rotation,
+    sample_prompts,
+    sample_statistics,
+    sample_task_set,
+    wishart_factor,
+)
+from icllib.theory import s_inf
+
+Z_MAX = 5.0
+
+
+def zscores(samples, predicted):
+    """z-scores of the sample means (axis 0) against ``predicted``."""
+    samples = np.asarray(samples)
+    n = samples.shape[0]
+    mean = samples.mean(axis=0)
+    se = samples.std(axis=0, ddof=1) / np.sqrt(n)
+    return (mean - predicted) / np.where(se > 0, se, np.inf)
+
+
+def two_sample_z(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    se = np.sqrt(a.var(axis=0, ddof=1) / a.shape[0] + b.var(axis=0, ddof=1) / b.shape[0])
+    return (a.mean(axis=0) - b.mean(axis=0)) / np.where(se > 0, se, np.inf)
+
+
+# ----------------------------------------------------------------------------- covariance
+
+
+def test_covariance_is_U_diag_s_UT():
+    rng = np.random.default_rng(0)
+    s = np.array([3.0, 1.0, 0.25])
+    U = random_rotation(3, rng)
+    Sigma = covariance(s, U)
+    np.testing.assert_allclose(Sigma, Sigma.T, atol=0)
+    np.testing.assert_allclose(U.T @ Sigma @ U, np.diag(s), atol=1e-12)
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(Sigma)), np.sort(s), rtol=1e-12)
+    np.testing.assert_array_equal(covariance(s), np.diag(s))
+
+
+def test_random_rotation_is_orthogonal_and_seeded():
+    Q = random_rotation(5, np.random.default_rng(1))
+    np.testing.assert_allclose(Q.T @ Q, np.eye(5), atol=1e-12)
+    np.testing.assert_array_equal(Q, random_rotation(5, np.random.default_rng(1)))
+    assert not np.allclose(Q, random_rotation(5, np.random.default_rng(2)))
+
+
+@pytest.mark.parametrize(
+    "s, U, match",
+    [
+        ([1.0, -1.0], None, "s must hold positive"),
+        ([1.0, 0.0], None, "s must hold positive"),
+        ([1.0, np.nan], None, "s must hold positive"),
+        ([1.0, np.inf], None, "s must hold positive"),
+        ([[1.0, 2.0]], None, "s must be a 1-D"),
+        ([], None, "s must be a 1-D"),
+        ([1.0, 2.0], np.eye(3), "U must be an orthogonal 2 x 2"),
+        ([1.0, 2.0], [[1.0, 1.0], [0.0, 1.0]], "U must be orthogonal"),
+        ([1.0, 2.0], [[1.0, np.nan], [0.0, 1.0]], "U must hold finite"),
+    ],
+)
+def test_covariance_rejects_bad_input(s, U, match):
+    with pytest.raises(ValueError, match=match):
+        covariance(s, U)
+
+
+# ----------------------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(s=[1.0, 2.0], N=0), "N must be an integer >= 1, got 0"),
+        (dict(s=[1.0, 2.0], N=2.5), "N must be an integer >= 1"),
+        (dict(s=[1.0, 2.0], N=True), "N must be an integer >= 1"),
+        (dict(s=[1.0, 2.0], N=5, P=0), "P must be an integer >= 1"),
+        (dict(s=[1.0, 2.0], N=5, noise=-0.1), "noise must be a finite number >= 0"),
+        (dict(s=[1.0, 2.0], N=5, noise=np.nan), "noise must be a finite number >= 0"),
+        (dict(s=[1.0, -2.0], N=5), "s must hold positive"),
+        (dict(s=[1.0, 2.0], N=5, U=np.eye(3)), "U must be an orthogonal 2 x 2"),
+    ],
+)
+def test_data_config_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        DataConfig(**kwargs)
+
+
+def test_data_config_is_frozen_and_validated():
+    cfg = DataConfig(s=[2, 1], N=np.int64(7))
+    assert cfg.N == 7 and cfg.d == 2 and cfg.P is None
+    np.testing.assert_array_equal(cfg.Sigma_x, np.diag([2.0, 1.0]))
+    with pytest.raises(Exception):
+        cfg.N = 3
+    with pytest.raises(ValueError):
+        cfg.s[0] = 5.0  # read-only array
+
+
+# ----------------------------------------------------------------------------- tasks and prompts
+
+
+def test_task_set_shares_the_eigenbasis_and_has_unit_variance_eigenvalues():
+    rng = np.random.default_rng(3)
+    U = random_rotation(4, rng)
+    cfg = DataConfig(s=[4.0, 2.0, 1.0, 0.5], N=10, U=U, P=4000)
+    tasks = sample_task_set(cfg, rng)
+    assert tasks.shape == (4000, 4, 4)
+    np.testing.assert_allclose(tasks, np.swapaxes(tasks, 1, 2), atol=1e-14)
+    Sx = cfg.Sigma_x
+    np.testing.assert_allclose(tasks @ Sx, Sx @ tasks, atol=1e-12)  # commute with Sigma_x
+    lam = np.einsum("ji,pjk,ki->pi", U, tasks, U)  # diag(U^T W U)
+    assert np.max(np.abs(zscores(lam, 0.0))) < Z_MAX
+    assert np.max(np.abs(zscores(lam**2, 1.0))) < Z_MAX
+    # a wrong variance (e.g. lambda ~ N(0, 2)) would be far off
+    assert np.min(np.abs(zscores(lam**2, 2.0))) > 4 * Z_MAX
+
+
+def test_task_set_needs_P():
+    with pytest.raises(ValueError, match="config.P is None"):
+        sample_task_set(DataConfig(s=[1.0], N=3), np.random.default_rng(0))
+
+
+def test_prompt_layout_matches_eq4():
+    rng = np.random.default_rng(4)
+    U = random_rotation(3, rng)
+    cfg = DataConfig(s=[2.0, 1.0, 0.5], N=6, U=U)
+    b = sample_prompts(cfg, 5, rng)
+    assert isinstance(b, PromptBatch)
+    assert b.X.shape == (5, 6, 3) and b.Y.shape == (5, 6, 3)
+    assert b.xq.shape == (5, 3) and b.W.shape == (5, 3, 3) and b.Z.shape == (5, 6, 7)
+    np.testing.assert_allclose(b.Y, b.X @ np.swapaxes(b.W, 1, 2), atol=1e-13)  # y_i = W x_i
+    Z = b.Z
+    np.testing.assert_array_equal(Z[:, :3, :6], np.swapaxes(b.X, 1, 2))
+    np.testing.assert_array_equal(Z[:, 3:, :6], np.swapaxes(b.Y, 1, 2))
+    np.testing.assert_array_equal(Z[:, :3, 6], b.xq)
+    np.testing.assert_array_equal(Z[:, 3:, 6], 0.0)  # the query's label slot
+    np.testing.assert_allclose(b.target, np.einsum("bij,bj->bi", b.W, b.xq))
+    np.testing.assert_allclose(b.Sigma_hat, np.einsum("bni,bnj->bij", b.X, b.X) / 6)
+
+
+def test_prompts_from_a_task_set_use_only_those_tasks():
+    rng = np.random.default_rng(5)
+    cfg = DataConfig(s=[1.0, 0.5], N=4, P=3)
+    tasks = sample_task_set(cfg, rng)
+    for sampler in (sample_prompts, sample_statistics):
+        b = sampler(cfg, 200, rng, tasks=tasks)
+        dist = np.abs(b.W[:, None] - tasks[None]).max(axis=(2, 3))
+        assert np.all(dist.min(axis=1) == 0.0)
+        assert len(np.unique(dist.argmin(axis=1))) == 3
+        np.testing.assert_allclose(b.Y, b.X @ np.swapaxes(b.W, 1, 2), atol=1e-13)
+    # general (non-shared-basis) task matrices are used as given
+    general = rng.standard_normal((2, 2, 2))
+    b = sample_statistics(DataConfig(s=[1.0, 0.5], N=4), 50, rng, tasks=general)
+    np.testing.assert_allclose(b.Y, b.X @ np.swapaxes(b.W, 1, 2), atol=1e-13)
+
+
+@pytest.mark.parametrize("sampler", [sample_prompts, sample_statistics])
+def test_samplers_reject_bad_input(sampler):
+    rng = np.random.default_rng(0)
+    cfg = DataConfig(s=[1.0, 0.5], N=4)
+    with pytest.raises(ValueError, match="B must be an integer >= 1, got 0"):
+        sampler(cfg, 0, rng)
+    with pytest.raises(ValueError, match="rng must be a numpy.random.Generator"):
+        sampler(cfg, 3, 42)
+    with pytest.raises(ValueError, match=r"tasks must have shape \(P, 2, 2\)"):
+        sampler(cfg, 3, rng, tasks=np.zeros((3, 3, 3)))
+    with pytest.raises(ValueError, match="tasks must hold finite"):
+        sampler(cfg, 3, rng, tasks=np.full((1, 2, 2), np.nan))
+    with pytest.raises(ValueError, match="config.P = 2: pass the task set"):
+        sampler(DataConfig(s=[1.0, 0.5], N=4, P=2), 3, rng)
+    with pytest.raises(ValueError, match="tasks holds 3 tasks but config.P = 2"):
+        sampler(DataConfig(s=[1.0, 0.5], N=4, P=2), 3, rng, tasks=np.zeros((3, 2, 2)))
+    with pytest.raises(ValueError, match="config must be a DataConfig"):
+        sampler({"s": [1.0], "N": 3}, 3, rng)
+
+
+# ----------------------------------------------------------------------------- Wishart sampler
+
+
+def test_statistics_sampler_draws_few_virtual_tokens():
+    rng = np.random.default_rng(6)
+    s = [2.0, 1.0, 0.5]
+    st = sample_statistics(DataConfig(s=s, N=1000), 4, rng)
+    assert isinstance(st, ContextStatistics) and st.C.shape == (4, 3, 6) and st.N == 1000
+    st = sample_statistics(DataConfig(s=s, N=2), 4, rng)  # N < d: the QR factor has N rows
+    assert st.C.shape == (4, 2, 6)
+    st = sample_statistics(DataConfig(s=s, N=1000, noise=0.1), 4, rng)  # stacked [x; e]
+    assert st.C.shape == (4, 6, 6)
+    G = wishart_factor(4, 2, 3, rng)
+    assert G.shape == (3, 2, 4) and np.all(np.tril(G, -1) == 0) and np.all(np.diagonal(G, 0, 1, 2) > 0)
+
+
+def wishart_second_moments(Sigma, N):
+    """E[Sh_ij Sh_kl] for N Sh ~ Wishart(N, Sigma): S_ij S_kl + (S_ik S_jl + S_il S_jk) / N."""
+    S = Sigma
+    return (np.einsum("ij,kl->ijkl", S, S)
+            + (np.einsum("ik,jl->ijkl", S, S) + np.einsum("il,jk->ijkl", S, S)) / N)
+
+
+@pytest.mark.parametrize("N", [2, 3, 7, 40])
+def test_both_samplers_match_wishart_moments(N):
+    """Mean, entry covariance and E[Sigma_hat^2] = S s_inf(S) for both samplers (sec. 3, 11).
+
+    N = 2 < d exercises the QR-factor branch, N = 3 = d the boundary.
+    """
+    rng = np.random.default_rng(100 + N)
+    s = np.array([2.0, 1.0, 0.5])
+    U = random_rotation(3, rng)
+    cfg = DataConfig(s=s, N=N, U=U)
+    Sx = cfg.Sigma_x
+    n = 60_000
+    second = wishart_second_moments(Sx, N)
+    # science notes sec. 3 in the eigenbasis: E[Sigma_hat^2] = U S s_inf(S) U^T
+    sq = U @ np.diag(s * s_inf(s, N)) @ U.T
+    wrong_sq = U @ np.diag(s * s) @ U.T  # forgetting the finite-N terms
+    results = {}
+    for name, sampler in (("tokens", sample_prompts), ("statistics", sample_statistics)):
+        Sh = sampler(cfg, n, rng).Sigma_hat
+        flat = Sh.reshape(n, 9)
+        prods = (flat[:, :, None] * flat[:, None, :]).reshape(n, 81)
+        assert np.max(np.abs(zscores(flat, Sx.ravel()))) < Z_MAX, name
+        assert np.max(np.abs(zscores(prods, second.reshape(81)))) < Z_MAX, name
+        Sh2 = np.matmul(Sh, Sh).reshape(n, 9)
+        assert np.max(np.abs(zscores(Sh2, sq.ravel()))) < Z_MAX, name
+        assert np.max(np.abs(zscores(Sh2, wrong_sq.ravel()))) > 2 * Z_MAX, name
+        results[name] = (flat, prods)
+    # and the two samplers against each other
+    for a, b in zip(results["tokens"], results["statistics"]):
+        assert np.max(np.abs(two_sample_z(a, b))) < Z_MAX
+
+
+def test_samplers_agree_with_label_noise():
+    """With noise the whole context Gram C^T C / N (x, y and cross blocks) has one law."""
+    rng = np.random.default_rng(7)
+    cfg = DataConfig(s=[1.5, 0.5], N=9, noise=0.7)
+    n = 60_000
+    grams = {}
+    for name, sampler in (("tokens", sample_prompts), ("statistics", sample_statistics)):
+        b = sampler(cfg, n, rng)
+        G = np.einsum("bmi,bmj->bij", b.C, b.C) / cfg.N
+        grams[name] = G.reshape(n, 16)
+        # E[Gamma_yy] = E[W Sx W^T] + noise^2 I = Sx + noise^2 I (E[lambda^2] = 1)
+        Eyy = np.diag(cfg.s) + 0.49 * np.eye(2)
+        assert np.max(np.abs(zscores(G[:, 2:, 2:].reshape(n, 4), Eyy.ravel()))) < Z_MAX
+        # the noise-free law would miss by the 0.49 on the diagonal
+        assert np.max(np.abs(zscores(G[:, 2:, 2:].reshape(n, 4), np.diag(cfg.s).ravel()))) > 10
+        # cross block: E[Gamma_yx | W] = W Sigma_x, so E[W Gamma_yx] = E[W^2] Sigma_x = Sigma_x
+        WG = np.matmul(b.W, G[:, 2:, :2]).reshape(n, 4)
+        assert np.max(np.abs(zscores(WG, np.diag(cfg.s).ravel()))) < Z_MAX
+    g1, g2 = grams["tokens"], grams["statistics"]
+    assert np.max(np.abs(two_sample_z(g1, g2))) < Z_MAX
+    assert np.max(np.abs(two_sample_z(g1**2, g2**2))) < Z_MAX
+
+
+def test_moment_identity_E_Sh_A_Sh():
+    """E[Sh A Sh] = ((N+1)/N) S A S + Tr(A S) S / N for symmetric A (science notes sec. 3)."""
+    rng = np.random.default_rng(8)
+    s = np.array([3.0, 1.0, 0.4])
+    N = 5
+    U = random_rotation(3, rng)
+    cfg = DataConfig(s=s, N=N, U=U)
+    S = cfg.Sigma_x
+    M = rng.standard_normal((3, 3))
+    A = M + M.T
+    predicted = ((N + 1) / N) * S @ A @ S + np.trace(A @ S) * S / N
+    decoupled = A @ (U @ np.diag(s * s_inf(s, N)) @ U.T)  # the paper's replacement A E[Sh^2]
+    n = 100_000
+    for sampler in (sample_statistics, sample_prompts):
+        Sh = sampler(cfg, n, rng).Sigma_hat
+        vals = (Sh @ A @ Sh).reshape(n, 9)
+        assert np.max(np.abs(zscores(vals, predicted.ravel()))) < Z_MAX
+        assert np.max(np.abs(zscores(vals, decoupled.ravel()))) > 4 * Z_MAX
