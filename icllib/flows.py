@@ -165,8 +165,42 @@ def _integrate(fun, jac, y0, t, rtol, atol):
                         rtol=rtol, atol=atol, jac=jac)
         if not sol.success:
             raise RuntimeError(f"solve_ivp failed: {sol.message}")
-        Y = sol.y.T
+        Y = sol.y.T.copy()
+        Y[t == 0] = y0          # the initial state exactly, not its interpolation
     return Y[:, :d].copy(), Y[:, d:].copy()
+
+
+def _paper_jacobian(p, q, inv_tau, k):
+    """Jacobian of the flat decoupled RHS ``[dp; dq]`` with respect to ``[p; q]``."""
+    d = p.size
+    idx = np.arange(d)
+    off = inv_tau * (1.0 - 2.0 * k * p * q)
+    J = np.zeros((2 * d, 2 * d))
+    J[idx, idx] = -inv_tau * k * q * q
+    J[idx, d + idx] = off
+    J[d + idx, idx] = off
+    J[d + idx, d + idx] = -inv_tau * k * p * p
+    return J
+
+
+def _exact_jacobian(p, q, s, N, eta):
+    """Jacobian of the flat exact-mean-flow RHS ``[dp; dq]`` with respect to ``[p; q]``."""
+    d = p.size
+    idx = np.arange(d)
+    c = (N + 1) / N
+    s2, s3 = s ** 2, s ** 3
+    Qs = np.dot(s2, q * q)
+    Ps = np.dot(s, p * p)
+    J = np.zeros((2 * d, 2 * d))
+    # rank-one couplings through sum_b s_b^2 q_b^2 and sum_b s_b p_b^2
+    J[:d, d:] = -(2.0 * eta / N) * np.outer(s * p, s2 * q)
+    J[d:, :d] = -(2.0 * eta / N) * np.outer(s2 * q, s * p)
+    J[idx, idx] = -eta * (c * s3 * q * q + s * Qs / N)
+    J[d + idx, d + idx] = -eta * (c * s3 * p * p + s2 * Ps / N)
+    off = eta * (s2 - 2.0 * c * s3 * p * q)
+    J[idx, d + idx] += off
+    J[d + idx, idx] += off
+    return J
 
 
 def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
@@ -200,7 +234,6 @@ def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
     d = s.size
     inv_tau = eta * s ** 2
     k = s_inf(s, N)
-    idx = np.arange(d)
 
     def fun(_, y):
         p = y[:d]
@@ -212,16 +245,7 @@ def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
         return out
 
     def jac(_, y):
-        p = y[:d]
-        q = y[d:]
-        f = inv_tau * (1.0 - p * q * k)
-        g = inv_tau * k * p * q
-        J = np.zeros((2 * d, 2 * d))
-        J[idx, idx] = -inv_tau * k * q * q
-        J[idx, d + idx] = f - g
-        J[d + idx, idx] = f - g
-        J[d + idx, d + idx] = -inv_tau * k * p * p
-        return J
+        return _paper_jacobian(y[:d], y[d:], inv_tau, k)
 
     p, q = _integrate(fun, jac, np.concatenate([p0, q0]), t, rtol, atol)
     a = p * q
@@ -244,8 +268,7 @@ def exact_mean_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
     d = s.size
     inv_tau = eta * s ** 2
     c = (N + 1) / N
-    s2, s3 = s ** 2, s ** 3
-    idx = np.arange(d)
+    s2 = s ** 2
 
     def fun(_, y):
         p = y[:d]
@@ -258,22 +281,7 @@ def exact_mean_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
         return out
 
     def jac(_, y):
-        p = y[:d]
-        q = y[d:]
-        Qs = np.dot(s2, q * q)
-        Ps = np.dot(s, p * p)
-        cross = eta * (s2 - 2.0 * c * s3 * p * q)
-        J = np.empty((2 * d, 2 * d))
-        # d(dp_a)/dq_b: rank-one coupling -eta s_a p_a 2 s_b^2 q_b / N
-        J[:d, d:] = -(2.0 * eta / N) * np.outer(s * p, s2 * q)
-        J[d:, :d] = -(2.0 * eta / N) * np.outer(s2 * q, s * p)
-        J[:d, :d] = 0.0
-        J[d:, d:] = 0.0
-        J[idx, idx] = -eta * (c * s3 * q * q + s * Qs / N)
-        J[d + idx, d + idx] = -eta * (c * s3 * p * p + s2 * Ps / N)
-        J[idx, d + idx] += cross
-        J[d + idx, idx] += cross
-        return J
+        return _exact_jacobian(y[:d], y[d:], s, N, eta)
 
     p, q = _integrate(fun, jac, np.concatenate([p0, q0]), t, rtol, atol)
     return FlowSolution(t=t.copy(), p=p, q=q, a=p * q, loss=exact_loss(p, q, s, N))

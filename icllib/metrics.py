@@ -1,0 +1,202 @@
+r"""Matrix metrics for weight dynamics (science notes sec. 10), linear and non-linear chapters.
+
+Exact definitions used throughout the book.  Let ``sigma_1 >= sigma_2 >= ... >= 0`` be the
+singular values of a matrix ``M`` (shape ``(m, n)``), and call ``sigma_i`` *numerically
+zero* when ``sigma_i <= rtol * sigma_1``, with ``rtol = max(m, n) * machine epsilon`` unless
+given (the cut-off of ``numpy.linalg.matrix_rank``); numerically zero values are set to 0.
+
+Effective rank (Roy & Vetterli 2007)
+    ``p_i = sigma_i / sum_j sigma_j``, ``H = -sum_i p_i ln p_i`` (terms with ``p_i = 0``
+    contribute 0), ``EffRank(M) = exp(H)``.  It lies in ``[1, rank(M)]``, equals ``r`` when
+    ``M`` has ``r`` equal non-zero singular values, and is invariant under
+    ``M -> c A M B`` for ``c != 0`` and orthogonal ``A, B``.  Undefined (ValueError) for the
+    zero matrix.
+Marginal effective rank
+    The effective rank of the singular values left after removing the ``k`` leading ones,
+    ``sigma_{k+1}, sigma_{k+2}, ...`` (renormalised among themselves).  ``k = 0`` is the
+    effective rank.  Defined for ``0 <= k < rank(M)`` (at least one non-zero value must
+    remain).
+Subspace distance
+    ``dist(M_t, M_T) = ||M_T (I - Pi_t)||_F / ||M_T||_F = min_A ||A M_t^(r) - M_T||_F /
+    ||M_T||_F``, where ``M_t^(r)`` is ``M_t`` truncated to its top-``r`` singular
+    directions and ``Pi_t = pinv(M_t^(r)) M_t^(r) = V_r V_r^T`` is the orthogonal projector
+    onto its row space (``V_r``: the top-``r`` right singular vectors with non-zero
+    singular value).  It is the fraction of ``M_T`` (in Frobenius norm) lying outside the
+    row space of ``M_t^(r)``, in ``[0, 1]``: 0 when the row space of ``M_T`` lies in that of
+    ``M_t^(r)``, 1 when they are orthogonal.  With ``rank=None`` there is no truncation;
+    then it is **identically 0 whenever ``M_t`` has full column rank** (its row space is
+    all of ``R^n``), so it only carries information for low-rank matrices (e.g. per-head
+    circuits with ``d_head < d_model``) or with a truncation rank ``r`` below ``n``.
+    A zero ``M_t`` has an empty row space (distance 1).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["effective_rank", "marginal_effective_rank", "subspace_distance"]
+
+
+def _as_matrices(M, name):
+    try:
+        arr = np.asarray(M, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real matrix or a stack of matrices") from None
+    if arr.ndim < 2 or arr.shape[-1] == 0 or arr.shape[-2] == 0:
+        raise ValueError(f"{name} must have shape (..., m, n) with m, n >= 1, "
+                         f"got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values")
+    return arr
+
+
+def _check_rtol(rtol, shape):
+    if rtol is None:
+        return max(shape[-2:]) * np.finfo(float).eps
+    if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) \
+            or not (0 <= rtol < 1):
+        raise ValueError(f"rtol must be a number in [0, 1), got {rtol!r}")
+    return float(rtol)
+
+
+def _check_int(k, name, lo):
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {k!r}")
+    return int(k)
+
+
+def _clean_singular_values(M, rtol, name):
+    """Singular values (descending) with numerically-zero ones set to 0."""
+    sv = np.linalg.svd(M, compute_uv=False)
+    smax = sv[..., :1]
+    if np.any(smax == 0):
+        raise ValueError(f"{name} must not be the zero matrix (its effective rank is "
+                         "undefined)")
+    return np.where(sv > rtol * smax, sv, 0.0)
+
+
+def _entropy_rank(sv):
+    """exp(entropy) of the normalised non-negative values along the last axis."""
+    total = sv.sum(axis=-1, keepdims=True)
+    p = sv / total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log(p), 0.0)
+    return np.exp(terms.sum(axis=-1))
+
+
+def effective_rank(M, *, rtol=None):
+    r"""Effective rank ``exp(H(sigma / sum sigma))`` (Roy & Vetterli 2007; sec. 10).
+
+    Parameters
+    ----------
+    M : array_like, shape (m, n) or (..., m, n)
+        A matrix or a stack of matrices (e.g. one per recorded training step).
+    rtol : float, optional
+        Relative cut-off below which singular values count as zero (module docstring).
+
+    Returns
+    -------
+    float or ndarray, shape (...)
+        In ``[1, min(m, n)]``.
+
+    Raises
+    ------
+    ValueError
+        For a zero matrix, non-finite entries, or fewer than two axes.
+    """
+    M = _as_matrices(M, "M")
+    rtol = _check_rtol(rtol, M.shape)
+    out = _entropy_rank(_clean_singular_values(M, rtol, "M"))
+    return float(out) if out.ndim == 0 else out
+
+
+def marginal_effective_rank(M, k, *, rtol=None):
+    r"""Effective rank after removing the ``k`` leading singular values (sec. 10).
+
+    ``EffRank`` of ``(sigma_{k+1}, sigma_{k+2}, ...)``, renormalised among themselves;
+    ``k = 0`` gives :func:`effective_rank`.
+
+    Parameters
+    ----------
+    M : array_like, shape (m, n) or (..., m, n)
+    k : int
+        Number of leading singular values to remove, ``0 <= k < rank(M)`` (numerical rank,
+        for every matrix of a stack).
+    rtol : float, optional
+        Relative cut-off for numerically-zero singular values.
+
+    Returns
+    -------
+    float or ndarray, shape (...)
+    """
+    M = _as_matrices(M, "M")
+    k = _check_int(k, "k", 0)
+    rtol = _check_rtol(rtol, M.shape)
+    sv = _clean_singular_values(M, rtol, "M")
+    ranks = np.count_nonzero(sv, axis=-1)
+    if np.any(k >= ranks):
+        raise ValueError(f"k must satisfy 0 <= k < rank(M) = {int(ranks.min())} (numerical "
+                         f"rank; at least one non-zero singular value must remain), got {k}")
+    out = _entropy_rank(sv[..., k:])
+    return float(out) if out.ndim == 0 else out
+
+
+def subspace_distance(M_t, M_final, rank=None, *, rtol=None):
+    r"""Normalised distance from ``M_final`` to the row space of ``M_t`` (sec. 10).
+
+    ``||M_final (I - pinv(M_t^(r)) M_t^(r))||_F / ||M_final||_F`` with ``M_t^(r)`` the
+    truncation of ``M_t`` to its top-``rank`` singular directions (see the module
+    docstring; without truncation this is identically 0 for a full-column-rank ``M_t``).
+
+    Parameters
+    ----------
+    M_t : array_like, shape (m, n) or (T, m, n)
+        The matrix at time ``t``, or a stack of them over recorded times.
+    M_final : array_like, shape (m', n)
+        The reference (final) matrix; must be non-zero and have the same number of columns.
+    rank : int, optional
+        Truncation rank ``r``, ``1 <= r <= min(m, n)``; ``None`` keeps every direction with
+        a non-zero singular value.
+    rtol : float, optional
+        Singular values ``<= rtol * sigma_max(M_t)`` count as zero (their directions are
+        never part of the row space).
+
+    Returns
+    -------
+    float or ndarray, shape (T,)
+        In ``[0, 1]``.
+    """
+    Mt = _as_matrices(M_t, "M_t")
+    if Mt.ndim > 3:
+        raise ValueError(f"M_t must have shape (m, n) or (T, m, n), got {Mt.shape}")
+    Mf = _as_matrices(M_final, "M_final")
+    if Mf.ndim != 2:
+        raise ValueError(f"M_final must be one (m, n) matrix, got shape {Mf.shape}")
+    n = Mt.shape[-1]
+    if Mf.shape[-1] != n:
+        raise ValueError(f"M_final must have the same number of columns as M_t ({n}), "
+                         f"got shape {Mf.shape}")
+    norm_f = np.linalg.norm(Mf)
+    if norm_f == 0:
+        raise ValueError("M_final must not be the zero matrix (the distance is normalised "
+                         "by its norm)")
+    kmax = min(Mt.shape[-2:])
+    if rank is not None:
+        rank = _check_int(rank, "rank", 1)
+        if rank > kmax:
+            raise ValueError(f"rank must be <= min(m, n) = {kmax} for M_t of shape "
+                             f"{Mt.shape[-2:]}, got {rank}")
+    rtol = _check_rtol(rtol, Mt.shape)
+    single = Mt.ndim == 2
+    stack = Mt[None] if single else Mt
+    _, sv, Vh = np.linalg.svd(stack, full_matrices=False)      # Vh: (T, kmax, n)
+    keep = sv > rtol * sv[:, :1]
+    if rank is not None:
+        keep[:, rank:] = False
+    coef = np.einsum("in,tkn->tik", Mf, Vh) * keep[:, None, :]   # (T, m', kmax)
+    resid = Mf[None] - np.einsum("tik,tkn->tin", coef, Vh)
+    dist = np.linalg.norm(resid, axis=(-2, -1)) / norm_f
+    dist = np.clip(dist, 0.0, 1.0)
+    return float(dist[0]) if single else dist

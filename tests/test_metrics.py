@@ -1,0 +1,222 @@
+"""Tests for icllib.metrics: known values and hypothesis property tests."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icllib.metrics import effective_rank, marginal_effective_rank, subspace_distance
+
+# per-test settings (no global profile: other test files keep theirs)
+prop = settings(deadline=None, max_examples=60)
+
+seeds = st.integers(0, 2**32 - 1)
+dims = st.integers(1, 7)
+
+
+def _orthogonal(n, rng):
+    Q, R = np.linalg.qr(rng.standard_normal((n, n)))
+    return Q * np.sign(np.diag(R))
+
+
+def _with_singular_values(sv, m, n, rng):
+    """An m x n matrix with the given singular values (len(sv) <= min(m, n))."""
+    U, V = _orthogonal(m, rng), _orthogonal(n, rng)
+    r = len(sv)
+    return (U[:, :r] * np.asarray(sv, dtype=float)) @ V[:, :r].T
+
+
+def _entropy_rank(sv):
+    p = np.asarray(sv, dtype=float)
+    p = p[p > 0] / p.sum()
+    return float(np.exp(-np.sum(p * np.log(p))))
+
+
+# ------------------------------------------------------------------------ effective rank
+
+def test_effective_rank_known_values():
+    assert effective_rank(np.diag([1.0, 1.0, 0.0])) == pytest.approx(2.0, rel=1e-14)
+    assert effective_rank(np.eye(4)) == pytest.approx(4.0, rel=1e-14)
+    assert effective_rank(np.ones((3, 5))) == pytest.approx(1.0, rel=1e-14)    # rank one
+    H = -(0.75 * np.log(0.75) + 0.25 * np.log(0.25))
+    assert effective_rank(np.diag([3.0, 1.0])) == pytest.approx(np.exp(H), rel=1e-14)
+    assert effective_rank(np.diag([-3.0, 1.0])) == pytest.approx(np.exp(H), rel=1e-14)
+
+
+@prop
+@given(seeds, dims, dims, st.integers(1, 7), st.floats(1e-3, 1e3))
+def test_effective_rank_of_r_equal_singular_values_is_r(seed, m, n, r, c):
+    rng = np.random.default_rng(seed)
+    r = min(r, m, n)
+    M = _with_singular_values(np.full(r, c), m, n, rng)
+    assert effective_rank(M) == pytest.approx(r, rel=1e-9)
+
+
+@prop
+@given(seeds, dims, dims, st.floats(-1e3, 1e3).filter(lambda c: abs(c) > 1e-3))
+def test_effective_rank_invariances(seed, m, n, c):
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((m, n)) * rng.uniform(0.1, 3, size=n)
+    A, B = _orthogonal(m, rng), _orthogonal(n, rng)
+    e = effective_rank(M)
+    assert effective_rank(c * A @ M @ B) == pytest.approx(e, rel=1e-9)
+    assert effective_rank(M.T) == pytest.approx(e, rel=1e-12)
+    assert 1 - 1e-12 <= e <= min(m, n) + 1e-12
+    assert e == pytest.approx(_entropy_rank(np.linalg.svd(M, compute_uv=False)), rel=1e-12)
+
+
+def test_effective_rank_of_a_stack():
+    rng = np.random.default_rng(0)
+    Ms = rng.standard_normal((5, 3, 4))
+    out = effective_rank(Ms)
+    assert out.shape == (5,)
+    np.testing.assert_allclose(out, [effective_rank(M) for M in Ms], rtol=1e-14)
+
+
+def test_effective_rank_ignores_numerically_zero_singular_values():
+    rng = np.random.default_rng(1)
+    M = _with_singular_values([2.0, 2.0, 1e-18], 4, 4, rng)
+    assert effective_rank(M) == pytest.approx(2.0, rel=1e-12)
+    # an explicit cut-off treats small-but-real values as zero too
+    M = _with_singular_values([2.0, 2.0, 1e-6], 4, 4, rng)
+    assert effective_rank(M) > 2.0
+    assert effective_rank(M, rtol=1e-4) == pytest.approx(2.0, rel=1e-12)
+
+
+# --------------------------------------------------------------- marginal effective rank
+
+def test_marginal_effective_rank_known_values():
+    M = np.diag([4.0, 2.0, 1.0, 1.0])
+    assert marginal_effective_rank(M, 0) == pytest.approx(effective_rank(M), rel=1e-15)
+    assert marginal_effective_rank(M, 1) == pytest.approx(2**1.5, rel=1e-14)
+    assert marginal_effective_rank(M, 2) == pytest.approx(2.0, rel=1e-14)
+    assert marginal_effective_rank(M, 3) == pytest.approx(1.0, rel=1e-14)
+    assert marginal_effective_rank(np.diag([5.0, 1.0, 1.0, 1.0]), 1) == pytest.approx(3.0)
+
+
+@prop
+@given(seeds, st.integers(2, 7), st.integers(1, 6))
+def test_marginal_effective_rank_of_a_spike_plus_flat_spectrum(seed, n, k):
+    """Removing k spikes from (spikes, r equal values) leaves exactly r."""
+    rng = np.random.default_rng(seed)
+    k = min(k, n - 1)
+    sv = np.concatenate([np.sort(rng.uniform(5, 50, size=k))[::-1], np.ones(n - k)])
+    M = _with_singular_values(sv, n, n, rng)
+    assert marginal_effective_rank(M, k) == pytest.approx(n - k, rel=1e-9)
+    assert marginal_effective_rank(M, k) >= 1.0
+
+
+def test_marginal_effective_rank_validates_k_and_handles_stacks():
+    M = np.diag([3.0, 1.0, 0.0])
+    with pytest.raises(ValueError, match=r"\bk\b"):
+        marginal_effective_rank(M, 2)               # numerical rank 2: nothing left
+    with pytest.raises(ValueError, match=r"\bk\b"):
+        marginal_effective_rank(M, -1)
+    with pytest.raises(ValueError, match=r"\bk\b"):
+        marginal_effective_rank(M, 1.0)
+    stack = np.stack([np.diag([4.0, 2.0, 1.0, 1.0]), np.diag([5.0, 1.0, 1.0, 1.0])])
+    np.testing.assert_allclose(marginal_effective_rank(stack, 1), [2**1.5, 3.0], rtol=1e-14)
+
+
+# ------------------------------------------------------------------- subspace distance
+
+@prop
+@given(seeds, st.integers(2, 6), st.integers(2, 7), st.integers(1, 6))
+def test_subspace_distance_zero_for_the_same_row_space(seed, m, n, r):
+    rng = np.random.default_rng(seed)
+    r = min(r, m, n - 1)                               # low rank: the test is not trivial
+    M_final = rng.standard_normal((m, r)) @ rng.standard_normal((r, n))
+    A = rng.standard_normal((m, m)) + 3 * np.eye(m)    # invertible
+    assert subspace_distance(A @ M_final, M_final) < 1e-9
+    assert subspace_distance(A @ M_final, M_final, rank=r) < 1e-9
+    # one rank too few leaves part of M_final out
+    if r > 1:
+        assert subspace_distance(A @ M_final, M_final, rank=r - 1) > 1e-3
+
+
+@prop
+@given(seeds, st.integers(1, 5), st.integers(1, 3), st.integers(1, 3))
+def test_subspace_distance_one_for_orthogonal_row_spaces(seed, m, r1, r2):
+    rng = np.random.default_rng(seed)
+    n = r1 + r2 + 1
+    V = _orthogonal(n, rng)
+    M_final = rng.standard_normal((m, r1)) @ V[:, :r1].T
+    M_t = rng.standard_normal((m + 1, r2)) @ V[:, r1:r1 + r2].T
+    assert subspace_distance(M_t, M_final) == pytest.approx(1.0, abs=1e-12)
+
+
+@prop
+@given(seeds, dims, dims, dims, st.one_of(st.none(), st.integers(1, 7)))
+def test_subspace_distance_is_in_unit_interval_and_invariant(seed, m, m2, n, rank):
+    rng = np.random.default_rng(seed)
+    M_t = rng.standard_normal((m, n)) * rng.uniform(0, 2, size=n)
+    M_final = rng.standard_normal((m2, n))
+    if rank is not None:
+        rank = min(rank, m, n)
+    d = subspace_distance(M_t, M_final, rank)
+    assert 0.0 <= d <= 1.0
+    # depends on M_final only through its direction, and on M_t only through its
+    # (truncated) row space: invariant under M_final -> c M_final and M_t -> c Q M_t
+    Q = _orthogonal(m, rng)
+    assert subspace_distance(-2.5 * Q @ M_t, 7.0 * M_final, rank) == pytest.approx(
+        d, abs=1e-9)
+
+
+@prop
+@given(seeds, st.integers(2, 6), st.integers(2, 6))
+def test_subspace_distance_untruncated_is_zero_for_full_column_rank(seed, extra, n):
+    rng = np.random.default_rng(seed)
+    M_t = rng.standard_normal((n + extra, n))           # full column rank (a.s.)
+    M_final = rng.standard_normal((3, n))
+    assert subspace_distance(M_t, M_final) < 1e-9
+    assert subspace_distance(M_t, M_final, rank=1) > 0.0
+
+
+def test_subspace_distance_known_values_and_truncation():
+    e1 = np.array([[1.0, 0.0]])
+    assert subspace_distance(np.diag([1.0, 2.0]), e1, rank=1) == pytest.approx(1.0)
+    assert subspace_distance(np.diag([1.0, 2.0]), e1, rank=2) == pytest.approx(0.0)
+    assert subspace_distance(np.diag([1.0, 2.0]), e1) == pytest.approx(0.0)
+    assert subspace_distance(np.diag([2.0, 1.0]), e1, rank=1) == pytest.approx(0.0)
+    for theta in np.linspace(0, np.pi, 7):
+        M_t = np.array([[np.cos(theta), np.sin(theta)]])
+        assert subspace_distance(M_t, e1) == pytest.approx(abs(np.sin(theta)), abs=1e-12)
+    # M_final with two directions of unequal weight; M_t covers only the first
+    M_final = np.diag([3.0, 4.0, 0.0])
+    M_t = np.diag([1.0, 0.0, 0.0])
+    assert subspace_distance(M_t, M_final) == pytest.approx(4 / 5, rel=1e-14)
+    # a zero M_t spans nothing
+    assert subspace_distance(np.zeros((2, 3)), M_final) == pytest.approx(1.0)
+    # numerically-zero directions of M_t are not part of its row space
+    assert subspace_distance(np.diag([1.0, 1e-20, 0.0]), M_final) == pytest.approx(0.8)
+
+
+def test_subspace_distance_over_a_stack_of_matrices():
+    rng = np.random.default_rng(2)
+    M_final = rng.standard_normal((2, 5)) @ np.diag([1, 1, 1, 0, 0.0])
+    stack = rng.standard_normal((6, 3, 5))
+    out = subspace_distance(stack, M_final, rank=2)
+    assert out.shape == (6,)
+    np.testing.assert_allclose(out, [subspace_distance(M, M_final, rank=2) for M in stack],
+                               rtol=1e-13)
+
+
+# -------------------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: effective_rank(np.zeros((3, 3))), "M"),
+    (lambda: effective_rank(np.ones(3)), "M"),
+    (lambda: effective_rank(np.array([[1.0, np.nan]])), "M"),
+    (lambda: effective_rank(np.eye(2), rtol=-1.0), "rtol"),
+    (lambda: marginal_effective_rank(np.zeros((2, 2)), 0), "M"),
+    (lambda: subspace_distance(np.eye(3), np.eye(3), rank=0), "rank"),
+    (lambda: subspace_distance(np.eye(3), np.eye(3), rank=4), "rank"),
+    (lambda: subspace_distance(np.eye(3), np.eye(3), rank=1.5), "rank"),
+    (lambda: subspace_distance(np.eye(3), np.ones((3, 2))), "M_final"),
+    (lambda: subspace_distance(np.eye(3), np.zeros((3, 3))), "M_final"),
+    (lambda: subspace_distance(np.ones((2, 2, 3, 3)), np.eye(3)), "M_t"),
+    (lambda: subspace_distance(np.array([[np.inf, 0.0]]), np.ones((1, 2))), "M_t"),
+])
+def test_metrics_reject_bad_input(call, name):
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        call()
