@@ -1,0 +1,90 @@
+"""Tests of icllib.exercises: each checker passes icllib's reference and fails wrong answers."""
+
+import numpy as np
+import pytest
+
+from icllib.exercises import (
+    CheckResult,
+    check_exact_mean_velocity,
+    check_function,
+    check_prediction_at_convergence,
+)
+from icllib.flows import exact_mean_velocity, paper_velocity
+from icllib.theory import prediction_at_convergence
+
+
+def _sample(rng):
+    return {"x": rng.standard_normal(3)}
+
+
+def test_check_function_passes_identical_and_reports(capsys):
+    res = check_function(lambda x: 2 * x, lambda x: 2 * x, _sample, trials=5, name="double")
+    assert isinstance(res, CheckResult) and res and res.passed and res.trials == 5
+    assert res.max_error == 0.0
+    assert capsys.readouterr().out.startswith("PASSED double")
+
+
+def test_check_function_fails_wrong_formula_with_location(capsys):
+    res = check_function(lambda x: 2 * x + 1e-3, lambda x: 2 * x, _sample, trials=5)
+    assert not res and res.trials == 1 and res.max_error > 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED") and "expected" in out and "got" in out
+
+
+def test_check_function_tolerance_boundary():
+    # relative error 1e-9 passes at rtol 1e-7; 1e-6 fails
+    ref = lambda x: np.ones(3) + 0 * x  # noqa: E731
+    assert check_function(lambda x: np.ones(3) * (1 + 1e-9), ref, _sample, verbose=False)
+    assert not check_function(lambda x: np.ones(3) * (1 + 1e-6), ref, _sample, verbose=False)
+
+
+def test_check_function_reports_exceptions_shapes_and_nan():
+    ref = lambda x: x  # noqa: E731
+
+    def stub(x):
+        raise NotImplementedError
+
+    r = check_function(stub, ref, _sample, verbose=False)
+    assert not r and "not implemented" in r.message
+    r = check_function(lambda x: x[:2], ref, _sample, verbose=False)
+    assert not r and "shape" in r.message
+    r = check_function(lambda x: x * np.nan, ref, _sample, verbose=False)
+    assert not r and "non-finite" in r.message
+    r = check_function(lambda x: (x, x), ref, _sample, verbose=False)
+    assert not r and "2 output" in r.message
+    r = check_function(lambda x: {}["missing"], ref, _sample, verbose=False)
+    assert not r and "KeyError" in r.message
+
+
+def test_candidate_cannot_corrupt_reference_inputs():
+    def mutating(x):
+        x *= 0
+        return x
+
+    # the reference sees its own copy, so the (wrong) candidate fails instead of matching
+    assert not check_function(mutating, lambda x: x, _sample, verbose=False)
+
+
+@pytest.mark.parametrize("bad", [dict(trials=0), dict(trials=1.5), dict(rtol=-1),
+                                 dict(rtol=0.0, atol=0.0), dict(atol=np.inf)])
+def test_check_function_validates_arguments(bad):
+    with pytest.raises(ValueError):
+        check_function(lambda x: x, lambda x: x, _sample, **bad)
+    with pytest.raises(ValueError, match="candidate"):
+        check_function(None, lambda x: x, _sample)
+
+
+def test_prediction_checker_accepts_reference_rejects_unpreconditioned():
+    assert check_prediction_at_convergence(prediction_at_convergence, trials=10)
+
+    def no_trace_term(W, Sigma_hat, xq, Sigma_x, N):  # forgets the Tr(Sigma_x)/N term
+        v = np.linalg.solve(((N + 1) / N) * Sigma_x, xq[..., None])[..., 0]
+        return np.einsum("...ij,...jk,...k->...i", W, Sigma_hat, v)
+
+    assert not check_prediction_at_convergence(no_trace_term, trials=10)
+
+
+def test_velocity_checker_accepts_reference_rejects_paper_flow():
+    assert check_exact_mean_velocity(lambda p, q, s, N, eta: exact_mean_velocity(p, q, s, N, eta=eta))
+    # the paper's decoupled flow is a different function (it agrees only for d = 1)
+    assert not check_exact_mean_velocity(lambda p, q, s, N, eta: paper_velocity(p, q, s, N, eta=eta))
