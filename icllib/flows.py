@@ -234,15 +234,14 @@ def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
     d = s.size
     inv_tau = eta * s ** 2
     k = s_inf(s, N)
+    # flat form for speed: with y = (p, q) and y[swap] = (q, p), dy = y[swap] (R - R k y y[swap])
+    swap = np.r_[d:2 * d, 0:d]
+    R = np.concatenate([inv_tau, inv_tau])
+    Rk = np.concatenate([inv_tau * k, inv_tau * k])
 
     def fun(_, y):
-        p = y[:d]
-        q = y[d:]
-        f = inv_tau * (1.0 - p * q * k)
-        out = np.empty_like(y)
-        out[:d] = q * f
-        out[d:] = p * f
-        return out
+        ys = y[swap]
+        return ys * (R - Rk * (y * ys))
 
     def jac(_, y):
         return _paper_jacobian(y[:d], y[d:], inv_tau, k)
@@ -268,17 +267,17 @@ def exact_mean_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
     d = s.size
     inv_tau = eta * s ** 2
     c = (N + 1) / N
-    s2 = s ** 2
+    # flat form for speed (exact_mean_velocity, rearranged): with y = (p, q) and
+    # y[swap] = (q, p), dy = R y[swap] - y (M (y * y)), where M holds the diagonal terms
+    # c s_a / tau_a and the rank-one couplings through sum_b s_b^2 q_b^2 and sum_b s_b p_b^2
+    swap = np.r_[d:2 * d, 0:d]
+    R = np.concatenate([inv_tau, inv_tau])
+    M = np.zeros((2 * d, 2 * d))
+    M[:d, d:] = np.diag(inv_tau * c * s) + np.outer(inv_tau / (N * s), s ** 2)
+    M[d:, :d] = np.diag(inv_tau * c * s) + np.outer(inv_tau / N, s)
 
     def fun(_, y):
-        p = y[:d]
-        q = y[d:]
-        Qs = np.dot(s2, q * q)
-        Ps = np.dot(s, p * p)
-        out = np.empty_like(y)
-        out[:d] = inv_tau * (q - p * (c * s * q * q + Qs / (N * s)))
-        out[d:] = inv_tau * (p - q * (c * s * p * p + Ps / N))
-        return out
+        return R * y[swap] - y * (M @ (y * y))
 
     def jac(_, y):
         return _exact_jacobian(y[:d], y[d:], s, N, eta)

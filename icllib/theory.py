@@ -326,32 +326,22 @@ def unbalanced_a(t, a0, C, s, N, eta, *, P=None, convention="steps"):
         raise ValueError(f"C must be a scalar or have shape {shape}, got {C.shape}")
     k = s_inf(s, N)
     tt = tau(s, eta, P, convention)
-    absC = np.abs(C)
-    b = k * absC / 2.0
+    C2 = C * C
+    b = k * np.abs(C) / 2.0
     r = np.sqrt(1.0 + b * b)
+    r_minus_1 = b * b / (1.0 + r)                 # r - 1 without cancellation
     lam = 2.0 * r / tt
     # p0^2 + q0^2 = sqrt(C^2 + 4 a0^2); X0 = (p0+q0)^2, Y0 = (p0-q0)^2, X0 Y0 = C^2.
-    h = np.sqrt(C * C + 4.0 * a0 * a0)
-    # stable: the larger of X0, Y0 directly, the smaller as C^2 / larger
-    big = h + 2.0 * np.abs(a0)
+    # Evolve the larger of the two, X for a0 >= 0 and Y for a0 < 0; it is computed directly
+    # (no cancellation) and stays > 0 (except at the saddle a0 = C = 0, set below).
+    use_X = a0 >= 0
+    Z0 = np.sqrt(C2 + 4.0 * a0 * a0) + 2.0 * np.abs(a0)
+    Zp = np.where(use_X, (2.0 / k) * (1.0 + r), (2.0 / k) * r_minus_1)
+    Zm = np.where(use_X, -(2.0 / k) * r_minus_1, -(2.0 / k) * (1.0 + r))
+    sign = np.where(use_X, 1.0, -1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        small = np.where(big > 0, C * C / big, 0.0)
-    pos = a0 >= 0
-    X0 = np.where(pos, big, small)
-    Y0 = np.where(pos, small, big)
-    r_minus_1 = b * b / (1.0 + r)                 # r - 1 without cancellation
-    Xp, Xm = (2.0 / k) * (1.0 + r), -(2.0 / k) * r_minus_1
-    Yp, Ym = (2.0 / k) * r_minus_1, -(2.0 / k) * (1.0 + r)
-    tcol = t[..., None]
-    out = np.empty(t.shape + shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        X = _riccati_attractor(X0, Xp, Xm, lam, tcol)
-        Y = _riccati_attractor(Y0, Yp, Ym, lam, tcol)
-        a_from_X = (X - np.where(X > 0, C * C / X, 0.0)) / 4.0
-        a_from_Y = (np.where(Y > 0, C * C / Y, 0.0) - Y) / 4.0
-    # X0 = 0 happens only for C = 0 and a0 <= 0 (p = -q or the saddle): use Y there.
-    use_X = pos & (X0 > 0)
-    out[...] = np.where(use_X, a_from_X, a_from_Y)
+        Z = _riccati_attractor(Z0, Zp, Zm, lam, t[..., None])
+        out = sign * (Z - np.where(Z > 0, C2 / Z, 0.0)) / 4.0
     saddle = (a0 == 0) & (C == 0)
     out[..., saddle] = 0.0
     return out

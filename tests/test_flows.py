@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from scipy.integrate import solve_ivp
 
 from icllib import flows as fl
 from icllib import theory as th
@@ -93,6 +94,24 @@ def test_saddle_eigenvalues_match_the_numerical_jacobian_at_zero(vel):
 
 
 # ----------------------------------------------------------------------- solutions
+
+@pytest.mark.parametrize("flow,vel", [(fl.decoupled_flow, fl.paper_velocity),
+                                      (fl.exact_mean_flow, fl.exact_mean_velocity)])
+def test_flows_integrate_their_velocity_fields(flow, vel):
+    """The integrators' fast right-hand sides against a plain DOP853 run of the velocity."""
+    s, N, eta = S4, 7, 0.8
+    p0, q0 = np.array([0.3, 0.01, 0.2, 1.0]), np.array([0.05, 0.4, -0.2, 0.1])
+    t = np.linspace(0, 4, 21)
+
+    def rhs(_, y):
+        return np.concatenate(vel(y[:4], y[4:], s, N, eta=eta))
+
+    ref = solve_ivp(rhs, (0, 4), np.concatenate([p0, q0]), t_eval=t, method="DOP853",
+                    rtol=1e-13, atol=1e-15).y.T
+    sol = flow(p0, q0, s, N, t, eta=eta)
+    np.testing.assert_allclose(sol.p, ref[:, :4], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(sol.q, ref[:, 4:], rtol=1e-8, atol=1e-12)
+
 
 def test_flow_solution_fields_and_losses():
     s, N = S4, 10
