@@ -295,6 +295,9 @@ def unbalanced_a(t, a0, C, s, N, eta, *, P=None, convention="steps"):
     a0 = 0`` stays at the saddle; every other start converges to ``1/s_inf``.  Growth from
     ``a0 ~ 0`` with ``C != 0`` starts linearly (rate ``|C|/tau``), not sigmoidally.
 
+    Near ``p = -q`` the result is only as accurate as ``C``: compute it as
+    ``(p0 - q0) * (p0 + q0)`` rather than ``p0**2 - q0**2`` there.
+
     Parameters
     ----------
     t : array_like, shape (T,) or scalar
@@ -448,9 +451,11 @@ def exact_fixed_point(s, N):
     ``a*_a = (N / ((N+1) s_a)) [1 - (sum_{b in A} sqrt(s_b)) / ((N+1+|A|) sqrt(s_a))]``
 
     on the active set ``A`` of modes where the bracket is positive, and ``a*_a = 0`` off it.
-    ``A`` is found by water-filling over the modes sorted by ``s``.  When every mode is
-    active (the usual case; it fails only for very small ``N`` and a very spread spectrum)
-    ``|A| = d`` and this is the formula of science notes sec. 5.
+    ``A`` is found by water-filling over the modes sorted by ``s`` (mode ``a`` is active
+    iff ``sqrt(s_a) (N+1+|A|) > sum_{b in A} sqrt(s_b)``).  When every mode is active
+    ``|A| = d`` and this is the formula of science notes sec. 5; small ``N`` with a spread
+    spectrum switches the weakest modes off (``s = (4, 2, 1, 0.5)`` at ``N = 1`` already
+    does: ``a*_4 = 0``).
 
     Returns
     -------
@@ -676,10 +681,17 @@ def converged_loss(s, N):
 def exact_converged_loss(s, N):
     r"""Minimum of :func:`exact_loss` (science notes sec. 5).
 
-    ``1/2 sum_a [s_a - 2 s_a^2 a*_a + ((N+1)/N) s_a^3 a*_a^2]
-    + (1/(2N)) (sum_a s_a^{3/2} a*_a)^2`` with ``a* =`` :func:`exact_fixed_point`.
-    Equal to :func:`converged_loss` for isotropic ``S``; otherwise the two differ (they
-    minimise different functions) by ``O(1/N^2)`` relative to ``Tr S``.
+    At the minimiser (:func:`exact_fixed_point`) the stationarity conditions reduce the
+    loss to ``l* = 1/2 sum_a s_a (1 - s_a a*_a)``; with every mode active,
+
+    ``l* = 1/2 [Tr S / (N+1) + N (sum_a sqrt(s_a))^2 / ((N+1)(N+1+d))]``,
+
+    so ``N l* -> (Tr S + (sum_a sqrt(s_a))^2) / 2`` as ``N -> infinity``, whereas the
+    paper's :func:`converged_loss` has ``N L_inf -> (d+1) Tr S / 2``.  By Cauchy-Schwarz
+    ``(sum sqrt(s))^2 <= d Tr S``: the two agree for isotropic ``S`` and otherwise the
+    paper's value is the larger at large ``N`` (by 10 % for ``s = (4, 2, 1, 0.5)``).
+    Computed here as ``1/2 sum_a [s_a - 2 s_a^2 a*_a + ((N+1)/N) s_a^3 a*_a^2]
+    + (1/(2N)) (sum_a s_a^{3/2} a*_a)^2``, valid for any active set.
     """
     s = _check_spectrum(s)
     N = _check_N(N)

@@ -386,6 +386,30 @@ def test_converged_losses_vanish_as_N_grows():
     assert exact[-1] < exact[1] / 500
 
 
+def test_exact_converged_loss_closed_form_and_large_N_law():
+    s, d = S4, 4
+    sig = np.sqrt(s).sum()
+    for N in [1, 3, 10, 100]:
+        a = th.exact_fixed_point(s, N)
+        l_star = th.exact_converged_loss(s, N)
+        assert l_star == pytest.approx(0.5 * np.sum(s * (1 - s * a)), rel=1e-12)
+        if N == 1:                      # s = 0.5 is inactive at N = 1 (a* = 0)
+            assert a[3] == 0 and np.all(a[:3] > 0)
+            continue
+        assert l_star == pytest.approx(
+            0.5 * (s.sum() / (N + 1) + N * sig**2 / ((N + 1) * (N + 1 + d))), rel=1e-12)
+    N = 10**7
+    assert N * th.exact_converged_loss(s, N) == pytest.approx(0.5 * (s.sum() + sig**2),
+                                                              rel=1e-5)
+    assert N * th.converged_loss(s, N) == pytest.approx(0.5 * (d + 1) * s.sum(), rel=1e-5)
+    # with inactive modes, l* = 1/2 sum s (1 - s a*) still holds
+    s2 = np.array([100.0, 1.0, 0.01])
+    a = th.exact_fixed_point(s2, 1)
+    assert np.sum(a == 0) == 2
+    assert th.exact_converged_loss(s2, 1) == pytest.approx(0.5 * np.sum(s2 * (1 - s2 * a)),
+                                                           rel=1e-12)
+
+
 def test_exact_loss_equals_paper_loss_where_the_systems_agree():
     rng = np.random.default_rng(4)
     # isotropic S, mode-uniform p, q
