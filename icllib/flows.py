@@ -263,9 +263,10 @@ def exact_mean_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
 
     Two features the paper's flow lacks: the coupling slows the late (small-``s``) modes,
     strongly when ``Tr S / (N s_a)`` is not small (``d = 8``, ``s`` from 4 to 0.25, ``N = 10``:
-    the smallest mode reaches half its final value ~15x later); and the per-mode balances
-    ``p_a^2 - q_a^2`` relax on a slow time scale that grows like ``N``, so the final
-    approach to the minimum has a small slow tail (relative size ~1e-3 in ``a``).
+    the smallest mode reaches half its final value ~15x later, from ``p = q = 1e-3``); and
+    the per-mode balances ``p_a^2 - q_a^2`` relax on a slow time scale that grows like
+    ``N``, so the final approach to the minimum has a small slow tail (relative size ~1e-3
+    in ``a``).
 
     Parameters and return value as in :func:`decoupled_flow`, with
     ``loss = exact_loss(p, q, s, N)``.
