@@ -439,6 +439,23 @@ class _Sampler:
         """Real whitened tokens (B, N, D)."""
         return self.rng.standard_normal((B, self.N, self.D))
 
+    @property
+    def shared_basis(self) -> bool:
+        """True when every task is ``U diag(lambda) U^T`` (fresh tasks, or such a task set)."""
+        return self.fresh or self.lam_set is not None
+
+    def draw_whitened(self, B, method):
+        """Raw draws in the eigenbasis, for tasks sharing it: ``(G, lam, gq)``.
+
+        ``G`` (B, m, D): whitened context rows (``x = sqrt(s) * G[..., :d]`` in the U basis,
+        noise ``e = G[..., d:]``); ``lam`` (B, d): task eigenvalues; ``gq`` (B, d): whitened
+        queries.  Same random stream as :meth:`draw`.
+        """
+        G = self._bartlett_rows(B) if method == "statistics" else self._token_rows(B)
+        lam, _ = self._draw_tasks(B)
+        gq = self.rng.standard_normal((B, self.d))
+        return G, lam, gq
+
     def draw(self, B, method, need_W=True):
         """Return ``(C, xq, target, W)``; ``W`` is None unless ``need_W``.
 

@@ -84,6 +84,55 @@ def _loss_and_block_grads(WPy, WQx, C, xq, target, N):
     return float(loss), gP, gQ
 
 
+def _loss_and_block_grads_eigenbasis(WPy, WQx, G, lam, gq, sqrt_s, noise, N):
+    """:func:`_loss_and_block_grads` for tasks ``diag(lam)`` in the eigenbasis of ``Sigma_x``.
+
+    Works on the raw draws: context rows ``x_i = sqrt(s) * G_i[:d]``,
+    ``y_i = lam * x_i + noise * G_i[d:]``, query ``x_q = sqrt(s) * gq``.  The labels are never
+    formed: ``C k = G[:, :, :d] (sqrt(s) (k_x + lam k_y)) + noise G[:, :, d:] k_y`` and
+    ``C^T h = [sqrt(s) G_x^T h, lam sqrt(s) G_x^T h + noise G_e^T h]``, so each batched
+    product runs over ``(B, m, D)`` with ``D = d`` (``2d`` with noise) instead of ``2d``.
+    The parameters must be expressed in the eigenbasis.
+    """
+    B, d = gq.shape
+    xq = gq * sqrt_s
+    target = lam * xq
+
+    def gamma_times(k):
+        """Gamma k for k (B, 2d), Gamma = (C^T C + z_q z_q^T) / N."""
+        kx, ky = k[:, :d], k[:, d:]
+        if noise > 0:
+            z = np.empty((B, 2 * d))
+            np.multiply(ky, lam, out=z[:, :d])
+            z[:, :d] += kx
+            z[:, :d] *= sqrt_s
+            np.multiply(ky, noise, out=z[:, d:])
+        else:
+            z = ky * lam
+            z += kx
+            z *= sqrt_s
+        h = np.matmul(G, z[:, :, None])  # (B, m, 1)
+        g = np.matmul(h.transpose(0, 2, 1), G)[:, 0, :]  # (B, D): G^T h
+        out = np.empty((B, 2 * d))
+        ax = out[:, :d]
+        np.multiply(g[:, :d], sqrt_s, out=ax)  # X^T h
+        np.multiply(ax, lam, out=out[:, d:])  # Y^T h (noise-free part)
+        if noise > 0:
+            out[:, d:] += noise * g[:, d:]
+        ax += xq * np.einsum("bi,bi->b", xq, kx)[:, None]
+        out *= 1.0 / N
+        return out
+
+    v = gamma_times(xq @ WQx.T)
+    r = v @ WPy.T
+    r -= target
+    loss = 0.5 * np.einsum("bi,bi->", r, r) / B
+    gP = (r.T @ v) * (1.0 / B)
+    u = gamma_times(r @ WPy)
+    gQ = (u.T @ xq) * (1.0 / B)
+    return float(loss), gP, gQ
+
+
 def _batch_arrays(batch, d):
     for name in ("C", "xq", "W", "N"):
         if not hasattr(batch, name):
@@ -388,10 +437,22 @@ def train_sgd(
     rec_loss = np.empty(T)
     rec_cons = np.empty(T)
 
+    # With tasks sharing the eigenbasis of Sigma_x (the model of the notes) the loop runs in
+    # that basis: the model is equivariant under R = diag(U, U), so SGD on R^T W^P R, R^T W^Q R
+    # with eigenbasis data is the same SGD; the data then need no rotation and the labels
+    # no d x d products (see _loss_and_block_grads_eigenbasis).
+    eigen = sam.shared_basis
     params = params0.copy()
+    if eigen and rotate:
+        R = np.zeros((2 * d, 2 * d))
+        R[:d, :d] = U
+        R[d:, d:] = U
+        params = Params(R.T @ params.WP @ R, R.T @ params.WQ @ R)
+    record_rotation = rotate and not eigen
     WPy = params.WP_y  # views: the updates below change params in place
     WQx = params.WQ_x
     N = config.N
+    sqrt_s = np.sqrt(config.s)
     ref_loss = None
     j = 0
 
@@ -410,8 +471,14 @@ def train_sgd(
     try:
         with one_thread:
             for step in range(steps + 1):
-                C, xq, target, _ = sam.draw(B, sampler, need_W=False)
-                loss, gP, gQ = _loss_and_block_grads(WPy, WQx, C, xq, target, N)
+                if eigen:
+                    G, lam, gq = sam.draw_whitened(B, sampler)
+                    loss, gP, gQ = _loss_and_block_grads_eigenbasis(
+                        WPy, WQx, G, lam, gq, sqrt_s, config.noise, N
+                    )
+                else:
+                    C, xq, target, _ = sam.draw(B, sampler, need_W=False)
+                    loss, gP, gQ = _loss_and_block_grads(WPy, WQx, C, xq, target, N)
                 if ref_loss is None:
                     ref_loss = max(loss, 0.5 * float(np.sum(config.s)))
                 if not np.isfinite(loss) or loss > DIVERGENCE_FACTOR * ref_loss:
@@ -427,7 +494,7 @@ def train_sgd(
                     rec_steps[j] = step
                     mats = (params.p1, params.p2, params.q1, params.q2)
                     for i, M in enumerate(mats):
-                        blocks[i, j] = U.T @ M @ U if rotate else M
+                        blocks[i, j] = U.T @ M @ U if record_rotation else M
                     rec_loss[j] = loss
                     rec_cons[j] = conserved_quantity(WPy, WQx.T, axis=(-2, -1))
                     j += 1
@@ -443,6 +510,8 @@ def train_sgd(
             bar.n = min(bar.total, bar.n)
             bar.close()
 
+    if eigen and rotate:  # back to the original basis
+        params = Params(R @ params.WP @ R.T, R @ params.WQ @ R.T)
     return Recording(
         steps=rec_steps,
         p1=blocks[0],

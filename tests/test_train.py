@@ -149,19 +149,39 @@ def test_sgd_step_changes_conserved_quantity_by_eta2_gp2_minus_gq2(init, sampler
         assert abs(first) > 1e3 * 1e-10 * scale
 
 
-def test_train_sgd_is_plain_sgd_and_records_the_conserved_quantity():
-    """train_sgd with record_every=1 equals a hand-written loop on the same random stream."""
+@pytest.mark.parametrize(
+    "case",
+    ["task set", "fresh tasks, noise, tokens", "general tasks, noise"],
+)
+def test_train_sgd_is_plain_sgd_and_records_the_conserved_quantity(case):
+    """train_sgd with record_every=1 equals a hand-written loop on the same random stream.
+
+    The loop uses loss_and_grads on the public samplers' batches in the original basis, so
+    this also checks train_sgd's eigenbasis fast path (tasks sharing U) against the general
+    gradient code.
+    """
     d = 2
     U = random_rotation(d, np.random.default_rng(0))
-    cfg = DataConfig(s=[1.5, 0.5], N=7, U=U, P=5)
+    sampler, tasks = "statistics", None
+    if case == "task set":
+        cfg = DataConfig(s=[1.5, 0.5], N=7, U=U, P=5)
+    elif case == "fresh tasks, noise, tokens":
+        cfg = DataConfig(s=[1.5, 0.5], N=7, U=U, noise=0.3)
+        sampler = "tokens"
+    else:
+        cfg = DataConfig(s=[1.5, 0.5], N=7, U=U, noise=0.3)
+        tasks = np.random.default_rng(3).standard_normal((4, d, d))  # not U diag(lambda) U^T
     params0 = random_init(d, 0.2, np.random.default_rng(1))
-    eta, B, steps = 0.1, 16, 12
-    rec = train_sgd(cfg, params0, eta=eta, B=B, steps=steps, rng=np.random.default_rng(2), record_every=1)
+    eta, B, steps = (0.1 if tasks is None else 0.02), 16, 12
+    rec = train_sgd(cfg, params0, eta=eta, B=B, steps=steps, rng=np.random.default_rng(2),
+                    record_every=1, tasks=tasks, sampler=sampler)
     rng = np.random.default_rng(2)
-    tasks = sample_task_set(cfg, rng)
+    if cfg.P is not None:
+        tasks = sample_task_set(cfg, rng)
+    draw = sample_statistics if sampler == "statistics" else sample_prompts
     params = params0.copy()
     for k in range(steps + 1):
-        loss, g = loss_and_grads(params, sample_statistics(cfg, B, rng, tasks=tasks))
+        loss, g = loss_and_grads(params, draw(cfg, B, rng, tasks=tasks))
         assert rec.steps[k] == k
         assert rec.loss[k] == pytest.approx(loss, rel=1e-12)
         for name in ("p1", "p2", "q1", "q2"):
@@ -175,6 +195,7 @@ def test_train_sgd_is_plain_sgd_and_records_the_conserved_quantity():
                 np.sum(params.WP_y**2) - np.sum(params.WQ_x**2), rel=1e-10, abs=1e-14
             )
     np.testing.assert_allclose(rec.params.WP, params.WP, atol=1e-13)
+    np.testing.assert_allclose(rec.params.WQ, params.WQ, atol=1e-13)
     # params0 is not modified
     np.testing.assert_array_equal(params0.WP, random_init(d, 0.2, np.random.default_rng(1)).WP)
 
