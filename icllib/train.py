@@ -24,6 +24,14 @@ and every other block of ``W^P`` and ``W^Q`` gets exactly zero gradient (it neve
 the virtual tokens of :func:`icllib.data.sample_statistics`),
 ``Gamma k = (C^T (C k) + z_q (x_q . k_x)) / N``, so a step costs ``O(B m d)`` for the model
 (``m = min(N, d)`` with the statistics sampler) plus the sampling.
+
+When the tasks share the eigenbasis ``U`` of ``Sigma_x`` (fresh tasks, or a task set from
+:func:`icllib.data.sample_task_set`), :func:`train_sgd` runs in that basis: the model is
+equivariant under ``R = diag(U, U)`` (``Gamma -> R Gamma R^T``, loss unchanged), so SGD on
+``R^T W^P R, R^T W^Q R`` with eigenbasis data is the same SGD, and there the labels are
+``lambda * x`` elementwise: no ``d x d`` product per prompt at all.  The random numbers
+(``O(B min(N, d) d)`` of them) then dominate the cost of a step.  Tests check this path
+against the original-basis code step by step.
 """
 
 from __future__ import annotations
