@@ -239,3 +239,70 @@ def check_exact_mean_velocity(candidate: Callable, *, trials: int = 20,
 
     return check_function(candidate, reference, _sample_mode_inputs, trials=trials, seed=seed,
                           rtol=1e-7, atol=1e-12, name="exact_mean_velocity")
+
+
+# ---------------------------------------------------------------------------------------
+# chapter 3 (book/03-fixed-points.md)
+# ---------------------------------------------------------------------------------------
+
+def _sample_all_active_spectrum(rng):
+    """A spectrum and context length for which every mode of the exact minimiser is active.
+
+    Draws ``d`` in ``1..6``, ``s`` log-uniform in ``[0.1, 5]`` and ``N`` in ``1..300``, and
+    redraws until ``sqrt(s_min) (N + 1 + d) > sum_b sqrt(s_b)`` (science notes sec. 5: every
+    bracket of ``a*`` positive, so the closed form needs no water-filling).
+    """
+    while True:
+        d = int(rng.integers(1, 7))
+        s = np.exp(rng.uniform(np.log(0.1), np.log(5.0), size=d))
+        N = int(rng.integers(1, 301))
+        if np.sqrt(s.min()) * (N + 1 + d) > np.sqrt(s).sum() * (1 + 1e-6):
+            return {"s": s, "N": N}
+
+
+def check_exact_fixed_point(candidate: Callable, *, trials: int = 20,
+                            seed: int = 0) -> CheckResult:
+    """Check ``candidate(s, N) -> a*`` against the minimiser of the exact mean loss.
+
+    Reference: :func:`icllib.theory.exact_fixed_point` (science notes sec. 5),
+    ``a*_a = (N / ((N+1) s_a)) [1 - (sum_b sqrt(s_b)) / ((N+1+d) sqrt(s_a))]``, on random
+    spectra (``d`` in ``1..6``, ``s`` in ``[0.1, 5]``) and ``N`` in ``1..300`` for which every
+    mode is active.  Tolerance ``rtol = 1e-9``.
+    """
+    from .theory import exact_fixed_point
+
+    return check_function(candidate, exact_fixed_point, _sample_all_active_spectrum,
+                          trials=trials, seed=seed, rtol=1e-9, atol=1e-12,
+                          name="exact_fixed_point")
+
+
+# ---------------------------------------------------------------------------------------
+# chapter 4 (book/04-timescales.md)
+# ---------------------------------------------------------------------------------------
+
+def _sample_logistic_inputs(rng):
+    """Times, a balanced initial product (below or above a_inf), spectrum, N and eta."""
+    d = int(rng.integers(1, 6))
+    s = np.exp(rng.uniform(np.log(0.1), np.log(4.0), size=d))
+    N = int(rng.integers(1, 200))
+    eta = float(np.exp(rng.uniform(np.log(1e-3), np.log(0.1))))
+    tau_max = 1.0 / (eta * s.min() ** 2)
+    t = np.sort(rng.uniform(0.0, 12.0 * tau_max, size=int(rng.integers(1, 30))))
+    a0 = float(np.exp(rng.uniform(np.log(1e-8), np.log(3.0))))
+    return {"t": t, "a0": a0, "s": s, "N": N, "eta": eta}
+
+
+def check_logistic_a(candidate: Callable, *, trials: int = 20, seed: int = 0) -> CheckResult:
+    """Check ``candidate(t, a0, s, N, eta) -> a`` (shape ``(len(t), len(s))``).
+
+    Reference: :func:`icllib.theory.logistic_a` (paper eq. 12, science notes sec. 7),
+    ``a(t) = a_inf a0 / (a0 + (a_inf - a0) exp(-2 t / tau))``, ``a_inf = 1/s_inf``,
+    ``tau = 1/(eta s^2)`` (SGD steps), on random times up to 12 of the slowest ``tau``,
+    ``a0`` log-uniform in ``[1e-8, 3]`` (so also above ``a_inf``), ``d`` in ``1..5``,
+    ``s`` in ``[0.1, 4]``, ``N`` in ``1..199``, ``eta`` in ``[1e-3, 0.1]``.
+    Tolerance ``rtol = 1e-8``.
+    """
+    from .theory import logistic_a
+
+    return check_function(candidate, logistic_a, _sample_logistic_inputs, trials=trials,
+                          seed=seed, rtol=1e-8, atol=1e-14, name="logistic_a")
