@@ -140,6 +140,25 @@ class InductionTask:
             cnt += n
         return tot / cnt
 
+    def exclusion_loss(self, m: int) -> float:
+        """Mean ICL loss (nats) of guessing among the context's tokens except the last ``m``.
+
+        Within a period the tokens are distinct, so the next token is never one of the
+        last ``L - 1`` tokens, while it *is* the token ``L - 1`` steps back.  A fixed window
+        that never excludes the answer therefore has ``m <= min_period - 1``; excluding the
+        last ``m`` tokens (the current one included) and guessing uniformly among the other
+        ``L - m`` pattern tokens costs ``log(L - m)``, averaged over targets and periods.
+        No induction is needed: one attention layer can copy the context's tokens and
+        suppress the recent ones.  ``m = 0`` is :meth:`bag_of_tokens_loss`.
+        """
+        m = _check_int("m", m, 0, self.min_period - 1)
+        tot, cnt = 0.0, 0
+        for L in range(self.min_period, self.max_period + 1):
+            n = self.seq_len - L
+            tot += n * math.log(L - m)
+            cnt += n
+        return tot / cnt
+
 
 # --------------------------------------------------------------------------- model
 
@@ -343,15 +362,19 @@ def previous_token_score(attn) -> np.ndarray:
 
 
 def induction_score(attn, period) -> np.ndarray:
-    """Mean attention from each position ``j >= L`` to ``j - L + 1``, per head.
+    """Attention paid to the right continuation's earlier occurrences, per head.
 
-    In a sequence of period ``L`` the token at ``j - L + 1`` followed the earlier
-    occurrence of the current token, so a perfect induction head scores 1 (Olsson et al.
-    2022).  Averaged over all positions ``j >= L_b`` of all sequences ``b`` together.
+    In a sequence of period ``L`` the token that follows position ``j`` is the one at
+    every earlier position ``k <= j`` with ``k = j + 1 (mod L)``: ``j - L + 1``, which
+    followed the previous occurrence of the current token, and ``j - 2L + 1``, ... one
+    period further back each.  The score is the attention mass of position ``j`` on
+    those keys, averaged over all positions ``j >= L_b`` (from the second period on) of
+    all sequences ``b`` together.  A perfect induction head (Olsson et al. 2022) scores 1.
 
     Parameters
     ----------
     attn : array, shape (batch, n_heads, T, T)
+        Attention patterns (row ``j``: the distribution of query ``j`` over the keys).
     period : int array, shape (batch,)
         The period ``L_b`` of each sequence, ``1 <= L_b < T``.
 
@@ -365,8 +388,13 @@ def induction_score(attn, period) -> np.ndarray:
     if L.shape != (B,) or not np.issubdtype(L.dtype, np.integer) or L.min() < 1 or L.max() >= T:
         raise ValueError(f"period must be an integer array of shape ({B},) with values in "
                          f"1..{T - 1}, got {period!r}")
-    b, j = np.nonzero(np.arange(T)[None, :] >= L[:, None])        # all (sequence, position)
-    return a[b, :, j, j - L[b] + 1].mean(axis=0)
+    j = np.arange(T)[:, None]
+    k = np.arange(T)[None, :]
+    Lb = L[:, None, None]
+    keys = (k <= j) & ((j + 1 - k) % Lb == 0)                    # (B, T, T)
+    queries = (np.arange(T)[None, :] >= L[:, None])              # (B, T)
+    mass = np.einsum("bhjk,bjk->bhj", a, keys.astype(float))     # (B, H, T)
+    return (mass * queries[:, None, :]).sum(axis=(0, 2)) / queries.sum()
 
 
 def head_scores(patterns, icl_mask) -> tuple[np.ndarray, np.ndarray]:
@@ -623,7 +651,7 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
 # --------------------------------------------------------------------------- metrics
 
 
-def circuit_metrics(circuits, *, k: int = 1) -> dict[str, np.ndarray]:
+def circuit_metrics(circuits, *, ks=(1, 2, 3)) -> dict[str, np.ndarray]:
     """The chapter's metrics of one circuit type at every checkpoint, layer and head.
 
     Parameters
@@ -631,16 +659,19 @@ def circuit_metrics(circuits, *, k: int = 1) -> dict[str, np.ndarray]:
     circuits : array, shape (C, n_layers, n_heads, d, d)
         QK or OV circuits at ``C`` checkpoints (the last one is the reference "final"
         matrix of the subspace distance).
-    k : int
-        Leading singular values removed by the marginal effective rank, ``>= 1``.
+    ks : sequence of int
+        Numbers of leading singular values removed by the marginal effective rank, each
+        ``>= 1`` and below the circuits' rank.
 
     Returns
     -------
-    dict of (C, n_layers, n_heads) arrays
-        ``"effective_rank"``, ``"marginal_effective_rank"`` (``k`` removed) and
-        ``"subspace_distance"`` to the final circuit of the same head, without truncation
+    dict of arrays
+        ``"effective_rank"`` (C, n_layers, n_heads); ``"marginal_effective_rank"``
+        (C, n_layers, n_heads, len(ks)), one slice per ``k``; ``"subspace_distance"``
+        (C, n_layers, n_heads) to the final circuit of the same head, without truncation
         (per-head circuits have rank ``<= d_head < d_model``, so the row space is a proper
-        subspace), all from :mod:`icllib.metrics` (science notes sec. 10).
+        subspace); ``"norm"`` (C, n_layers, n_heads), the Frobenius norm.  All from
+        :mod:`icllib.metrics` (science notes sec. 10).
     """
     from icllib.metrics import effective_rank, marginal_effective_rank, subspace_distance
 
@@ -648,15 +679,20 @@ def circuit_metrics(circuits, *, k: int = 1) -> dict[str, np.ndarray]:
     if M.ndim != 5 or M.shape[-1] != M.shape[-2]:
         raise ValueError(f"circuits must have shape (C, n_layers, n_heads, d, d), "
                          f"got {M.shape}")
-    k = _check_int("k", k, 1)
+    ks = tuple(_check_int("ks", k, 1) for k in ks)
+    if not ks:
+        raise ValueError("ks must hold at least one integer >= 1, got ()")
     C, L, H = M.shape[:3]
-    out = {name: np.empty((C, L, H)) for name in
-           ("effective_rank", "marginal_effective_rank", "subspace_distance")}
+    out = {"effective_rank": np.empty((C, L, H)),
+           "marginal_effective_rank": np.empty((C, L, H, len(ks))),
+           "subspace_distance": np.empty((C, L, H)),
+           "norm": np.linalg.norm(M, axis=(-2, -1))}
     for l in range(L):
         for h in range(H):
             stack = M[:, l, h]
             out["effective_rank"][:, l, h] = effective_rank(stack)
-            out["marginal_effective_rank"][:, l, h] = marginal_effective_rank(stack, k)
+            for i, k in enumerate(ks):
+                out["marginal_effective_rank"][:, l, h, i] = marginal_effective_rank(stack, k)
             out["subspace_distance"][:, l, h] = subspace_distance(stack, stack[-1])
     return out
 
@@ -738,6 +774,62 @@ def icl_emergence_window(steps, icl_loss, upper: float, lower: float = ICL_SUCCE
     i_mid = i_start + int(np.argmax(loss[i_start:i_end + 1] <= (upper + lower) / 2))
     return EmergenceWindow(True, upper, lower, int(steps[i_start]), int(steps[i_mid]),
                            int(steps[i_end]))
+
+
+def half_time(steps, values) -> int:
+    """First checkpoint at which ``values`` has covered half of its change from start to end.
+
+    That is the first ``t`` with ``|v(t) - v(T)| <= |v(0) - v(T)| / 2``.  For a subspace
+    distance to the final matrix (``v(T) = 0``) it is the first time the distance is half
+    its initial value.
+    """
+    steps = np.asarray(steps)
+    v = np.asarray(values, dtype=float)
+    if v.shape != steps.shape or v.ndim != 1 or v.size < 2:
+        raise ValueError(f"steps and values must be 1-D of the same length >= 2, got "
+                         f"{steps.shape} and {v.shape}")
+    gap = np.abs(v - v[-1])
+    return int(steps[np.argmax(gap <= gap[0] / 2)])
+
+
+@dataclass(frozen=True)
+class Dip:
+    """Where a metric reaches its minimum after the initial transient (see :func:`find_dip`).
+
+    ``step`` of the minimum, ``fall`` = value at the plateau step minus the minimum,
+    ``rise`` = final value minus the minimum, ``in_window`` whether ``step`` lies in the
+    emergence window, ``is_dip`` = ``in_window and fall > delta and rise > delta``.
+    """
+
+    step: int
+    fall: float
+    rise: float
+    in_window: bool
+    is_dip: bool
+
+
+def find_dip(steps, values, window: EmergenceWindow, *, after_fraction: float = 0.05,
+             delta: float = 0.1) -> Dip:
+    """Does ``values`` dip in the emergence window?  The chapter's explicit test.
+
+    The minimum is taken over the checkpoints ``t >= after_fraction * T`` (skipping the
+    first steps, in which every circuit leaves its random initialisation).  It is a *dip
+    in the window* when it lies in ``[window.start, window.end]`` and the metric both fell
+    into it and rose out of it by more than ``delta`` (in the metric's units; effective
+    ranks here), measured from the value at ``after_fraction * T`` and at the end ``T``.
+    """
+    steps = np.asarray(steps)
+    v = np.asarray(values, dtype=float)
+    if v.shape != steps.shape or v.ndim != 1 or v.size < 3:
+        raise ValueError(f"steps and values must be 1-D of the same length >= 3, got "
+                         f"{steps.shape} and {v.shape}")
+    if not window.emerged:
+        raise ValueError("window must be an emergence window of a run where ICL emerged")
+    i0 = int(np.argmax(steps >= after_fraction * steps[-1]))
+    im = i0 + int(np.argmin(v[i0:]))
+    fall, rise = float(v[i0] - v[im]), float(v[-1] - v[im])
+    inside = bool(window.start <= steps[im] <= window.end)
+    return Dip(int(steps[im]), fall, rise, inside, inside and fall > delta and rise > delta)
 
 
 # --------------------------------------------------------------------------- settings
@@ -829,14 +921,15 @@ class RunSummary:
     --------------------------------------------------------
     meta : dict
         ``model_config``, ``task``, ``train_config`` (as dicts), ``seed``, ``command``
-        (that regenerates the file), ``k`` (of the marginal effective rank),
+        (that regenerates the file), ``ks`` (of the marginal effective rank),
         ``seconds``, ``steps_per_second``, ``torch_version``.
     steps, icl_loss, first_period_loss, param_norm : (C,)
     train_loss : (steps / TRAIN_LOSS_BIN,) binned training loss; ``train_loss_steps``
         the centre step of each bin.
-    qk, ov : dict of (C, L, H) arrays
-        ``effective_rank``, ``marginal_effective_rank``, ``subspace_distance`` (see
-        :func:`circuit_metrics`) and ``norm`` (Frobenius norm of the circuit).
+    qk, ov : dict of arrays
+        ``effective_rank``, ``subspace_distance``, ``norm`` of shape (C, L, H) and
+        ``marginal_effective_rank`` of shape (C, L, H, len(ks)) (see
+        :func:`circuit_metrics`).
     prev_token_score, induction_score : (C, L, H)
     """
 
@@ -860,6 +953,12 @@ class RunSummary:
     def seed(self) -> int:
         return int(self.meta["seed"])
 
+    def induction_head(self) -> tuple[int, int]:
+        """(layer, head) with the largest induction score at the end of training."""
+        l, h = np.unravel_index(np.argmax(self.induction_score[-1]),
+                                self.induction_score.shape[1:])
+        return int(l), int(h)
+
     @property
     def window(self) -> EmergenceWindow:
         """:func:`icl_emergence_window` of this run's ICL loss (upper level: the task's
@@ -868,11 +967,11 @@ class RunSummary:
                                     InductionTask(**self.meta["task"]).bag_of_tokens_loss())
 
 
-def summarize_run(run: AttentionOnlyRun, command: str = "", *, k: int = 1) -> RunSummary:
+def summarize_run(run: AttentionOnlyRun, command: str = "", *, ks=(1, 2, 3)) -> RunSummary:
     """Reduce a run to its curves and per-head metrics (what the book ships)."""
     meta = dict(model_config=asdict(run.model_config), task=asdict(run.task),
                 train_config=asdict(run.train_config), seed=int(run.seed),
-                command=str(command), k=int(k), seconds=float(run.seconds),
+                command=str(command), ks=[int(k) for k in ks], seconds=float(run.seconds),
                 steps_per_second=float(run.steps_per_second),
                 torch_version=torch.__version__)
     nb = len(run.train_loss) // TRAIN_LOSS_BIN
@@ -881,10 +980,8 @@ def summarize_run(run: AttentionOnlyRun, command: str = "", *, k: int = 1) -> Ru
         tls = np.arange(nb) * TRAIN_LOSS_BIN + (TRAIN_LOSS_BIN - 1) / 2
     else:
         tl, tls = run.train_loss.copy(), np.arange(len(run.train_loss), dtype=float)
-    qk = circuit_metrics(run.qk, k=k)
-    qk["norm"] = np.linalg.norm(run.qk, axis=(-2, -1))
-    ov = circuit_metrics(run.ov, k=k)
-    ov["norm"] = np.linalg.norm(run.ov, axis=(-2, -1))
+    qk = circuit_metrics(run.qk, ks=ks)
+    ov = circuit_metrics(run.ov, ks=ks)
     return RunSummary(meta, run.steps.copy(), run.icl_loss.copy(), run.first_period_loss.copy(),
                       run.param_norm.copy(), tl, tls, qk, ov, run.prev_token_score.copy(),
                       run.induction_score.copy())

@@ -1,0 +1,389 @@
+"""Tests for icllib.nonlinear.attention_only (chapter 6).
+
+The two training runs (the 2-layer demo, regenerated and compared with the shipped file,
+and a 1-layer run with the same settings) take about 8 s together on one CPU core.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from icllib.nonlinear.attention_only import (  # noqa: E402
+    AttentionOnlyConfig,
+    AttentionOnlyTransformer,
+    InductionTask,
+    TrainConfig,
+    check_induction_score,
+    checkpoint_steps,
+    circuit_metrics,
+    EmergenceWindow,
+    demo_settings,
+    experiment_seeds,
+    experiment_settings,
+    find_dip,
+    half_time,
+    head_scores,
+    icl_emergence_window,
+    induction_score,
+    load_run_summary,
+    make_run,
+    previous_token_score,
+    run_file_name,
+    save_run_summary,
+    summarize_run,
+    train_attention_only,
+)
+
+DATA = Path(__file__).resolve().parents[1] / "book" / "data" / "ch6"
+
+#: the 2-layer model must beat the 1-layer model's final ICL loss by this many nats
+MARGIN_NATS = 1.0
+#: float32 tolerance for comparing a regenerated run with the shipped file.  On the machine
+#: that made the file the run is bitwise identical (one thread, deterministic algorithms);
+#: the tolerance leaves room for float32 round-off of another CPU's kernels, which training
+#: amplifies (see test_demo_run_reproduces_shipped_file).
+RTOL, ATOL = 2e-3, 2e-3
+
+
+@pytest.fixture(scope="module")
+def deterministic():
+    threads = torch.get_num_threads()
+    det = torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    yield
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(det)
+
+
+@pytest.fixture(scope="module")
+def demo2(deterministic):
+    return make_run(2, 0, demo=True, progress=False)
+
+
+@pytest.fixture(scope="module")
+def demo1(deterministic):
+    return make_run(1, 0, demo=True, progress=False)
+
+
+# ----------------------------------------------------------------------------- task
+
+
+def test_task_sequences_are_periodic_with_distinct_pattern_tokens():
+    task = InductionTask(vocab_size=16, seq_len=24, min_period=4, max_period=10)
+    tokens, mask = task.sample(200, torch.Generator().manual_seed(0))
+    assert tokens.shape == (200, 24) and mask.shape == (200, 23)
+    tokens, mask = tokens.numpy(), mask.numpy()
+    period = (~mask).sum(axis=1) + 1
+    assert period.min() >= 4 and period.max() <= 10
+    assert len(np.unique(period)) == 7                     # all periods occur in 200 draws
+    for seq, L in zip(tokens, period):
+        assert len(set(seq[:L])) == L                      # distinct pattern tokens
+        assert np.array_equal(seq[L:], seq[:-L])           # period L
+        assert seq.min() >= 0 and seq.max() < 16
+    # the mask marks exactly the targets at positions >= L
+    j = np.arange(1, 24)
+    assert np.array_equal(mask, j[None, :] >= period[:, None])
+
+
+def test_task_sampling_is_deterministic_given_the_generator():
+    task = InductionTask()
+    a = task.sample(8, torch.Generator().manual_seed(5))[0]
+    b = task.sample(8, torch.Generator().manual_seed(5))[0]
+    c = task.sample(8, torch.Generator().manual_seed(6))[0]
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_exclusion_loss_decreases_from_bag_of_tokens():
+    task = InductionTask(vocab_size=16, seq_len=24, min_period=4, max_period=10)
+    assert task.exclusion_loss(0) == pytest.approx(task.bag_of_tokens_loss())
+    # m = 3: log(L - 3) for L = 4..10, weighted by the 24 - L targets per sequence
+    w = np.arange(20, 13, -1)
+    assert task.exclusion_loss(3) == pytest.approx((w * np.log(np.arange(1, 8))).sum() / w.sum())
+    losses = [task.exclusion_loss(m) for m in range(4)]
+    assert all(a > b for a, b in zip(losses[:-1], losses[1:]))
+    assert losses[-1] > math.log(2)                 # the ICL criterion is beyond this baseline
+    for m in (-1, 4):                               # a window of 4 would exclude the answer (L = 4)
+        with pytest.raises(ValueError, match="m must"):
+            task.exclusion_loss(m)
+
+
+def test_bag_of_tokens_loss_is_the_mean_log_period():
+    task = InductionTask(vocab_size=8, seq_len=8, min_period=4, max_period=4)
+    assert task.bag_of_tokens_loss() == pytest.approx(math.log(4))
+    task = InductionTask(vocab_size=8, seq_len=10, min_period=2, max_period=3)
+    # targets at positions L..9: 8 with L = 2, 7 with L = 3
+    assert task.bag_of_tokens_loss() == pytest.approx((8 * math.log(2) + 7 * math.log(3)) / 15)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: AttentionOnlyConfig(n_layers=0), "n_layers"),
+    (lambda: AttentionOnlyConfig(n_layers=5), "n_layers"),
+    (lambda: AttentionOnlyConfig(n_layers=2.0), "n_layers"),
+    (lambda: AttentionOnlyConfig(n_heads=3, d_model=32), "d_model"),
+    (lambda: AttentionOnlyConfig(n_heads=0), "n_heads"),
+    (lambda: AttentionOnlyConfig(positional="rotary"), "positional"),
+    (lambda: AttentionOnlyConfig(init_std=0.0), "init_std"),
+    (lambda: InductionTask(vocab_size=8, max_period=10), "max_period"),
+    (lambda: InductionTask(seq_len=19, max_period=10), "seq_len"),
+    (lambda: InductionTask(min_period=1), "min_period"),
+    (lambda: InductionTask(min_period=6, max_period=5), "max_period"),
+    (lambda: TrainConfig(lr=-1e-3), "lr"),
+    (lambda: TrainConfig(steps=0), "steps"),
+    (lambda: TrainConfig(n_checkpoints=1), "n_checkpoints"),
+    (lambda: InductionTask().sample(0, torch.Generator()), "batch_size"),
+])
+def test_bad_configurations_raise_value_errors_naming_the_argument(make, name):
+    with pytest.raises(ValueError, match=name):
+        make()
+
+
+def test_training_rejects_mismatched_or_bad_arguments():
+    task, model, train = demo_settings(2)
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_attention_only(AttentionOnlyConfig(vocab_size=32, seq_len=24), task, train, seed=0)
+    with pytest.raises(ValueError, match="seq_len"):
+        train_attention_only(AttentionOnlyConfig(vocab_size=16, seq_len=32), task, train, seed=0)
+    with pytest.raises(ValueError, match="seed"):
+        train_attention_only(model, task, train, seed=-1)
+    with pytest.raises(ValueError, match="device"):
+        train_attention_only(model, task, train, seed=0, device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA"):
+            train_attention_only(model, task, train, seed=0, device="cuda")
+    with pytest.raises(ValueError, match="scale"):
+        experiment_settings(2, "medium")
+    with pytest.raises(ValueError, match="n_layers"):
+        experiment_settings(5, "quick")
+
+
+# ----------------------------------------------------------------------------- model
+
+
+def test_circuits_reproduce_the_forward_pass():
+    """x_{l+1} = x_l + sum_h softmax_causal(x QK x^T) x OV^T, with the checkpointed circuits."""
+    cfg = AttentionOnlyConfig(n_layers=3, n_heads=2, d_model=16, vocab_size=12, seq_len=20,
+                              init_std=1.0)
+    model = AttentionOnlyTransformer(cfg, torch.Generator().manual_seed(0))
+    task = InductionTask(vocab_size=12, seq_len=20, min_period=3, max_period=8)
+    tokens, _ = task.sample(6, torch.Generator().manual_seed(1))
+    qk, ov = model.circuits()
+    assert qk.shape == ov.shape == (3, 2, 16, 16) and qk.dtype == np.float64
+    # rank <= d_head = 8
+    assert np.all(np.linalg.matrix_rank(qk.reshape(-1, 16, 16)) == 8)
+    assert np.all(np.linalg.matrix_rank(ov.reshape(-1, 16, 16)) == 8)
+    with torch.no_grad():
+        x = (model.W_E[tokens] + model.W_pos).double().numpy()
+        logits = model(tokens).double().numpy()
+    causal = np.tril(np.ones((20, 20), bool))
+    for l in range(3):
+        out = np.zeros_like(x)
+        for h in range(2):
+            sc = np.where(causal, np.einsum("btd,de,bse->bts", x, qk[l, h], x), -np.inf)
+            A = np.exp(sc - sc.max(-1, keepdims=True))
+            A /= A.sum(-1, keepdims=True)
+            out += np.einsum("bts,de,bse->btd", A, ov[l, h], x)
+        x = x + out
+    ref = x @ model.W_U.detach().double().numpy()
+    np.testing.assert_allclose(logits, ref, atol=1e-4 * np.abs(ref).max())
+
+
+def test_attention_patterns_match_the_fast_path_and_are_causal():
+    task, cfg, _ = demo_settings(2)
+    model = AttentionOnlyTransformer(cfg, torch.Generator().manual_seed(3))
+    tokens, _ = task.sample(4, torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        fast = model(tokens)
+        slow, patterns = model(tokens, return_attention=True)
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
+    for attn in patterns:
+        assert attn.shape == (4, cfg.n_heads, cfg.seq_len, cfg.seq_len)
+        assert torch.all(attn.triu(1) == 0)
+        torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:-1]))
+
+
+def test_sinusoidal_positions_are_fixed():
+    cfg = AttentionOnlyConfig(positional="sinusoidal")
+    model = AttentionOnlyTransformer(cfg, torch.Generator().manual_seed(0))
+    names = {n for n, _ in model.named_parameters()}
+    assert "W_pos" not in names and model.W_pos.shape == (cfg.seq_len, cfg.d_model)
+
+
+# ----------------------------------------------------------------------------- scores
+
+
+def test_head_scores_on_known_patterns():
+    B, H, T = 3, 2, 10
+    period = np.array([3, 4, 5])
+    attn = np.zeros((B, H, T, T))
+    attn[:, :, 0, 0] = 1.0
+    for j in range(1, T):
+        attn[:, 0, j, j - 1] = 1.0                             # head 0: previous token
+    for b, L in enumerate(period):
+        for j in range(T):
+            if j >= L:
+                attn[b, 1, j, j - L + 1] = 1.0                 # head 1: induction
+            else:
+                attn[b, 1, j, 0] = 1.0
+    # head 1 attends to j - 1 only at j = 1 (to position 0), one of the 9 positions j >= 1
+    np.testing.assert_allclose(previous_token_score(attn), [1.0, 1 / 9])
+    np.testing.assert_allclose(induction_score(attn, period), [0.0, 1.0])
+    mask = np.arange(1, T)[None, :] >= period[:, None]
+    prev, ind = head_scores([torch.tensor(attn)], torch.tensor(mask))
+    assert prev.shape == ind.shape == (1, H)
+    np.testing.assert_allclose(ind[0], [0.0, 1.0])
+    with pytest.raises(ValueError, match="period"):
+        induction_score(attn, np.array([3, 4, 10]))
+
+
+def test_induction_score_checker_accepts_the_reference_and_rejects_an_off_by_one():
+    assert check_induction_score(induction_score, trials=5).passed
+
+    def off_by_one(attn, period):                              # attends to j - L (wrong)
+        B, H, T, _ = attn.shape
+        return np.array([np.mean([attn[b, h, j, j - period[b]] for b in range(B)
+                                  for j in range(period[b], T)]) for h in range(H)])
+
+    assert not check_induction_score(off_by_one, trials=5).passed
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def test_metrics_on_checkpoints_have_the_expected_shapes_and_ranges(deterministic):
+    task = InductionTask(vocab_size=8, seq_len=12, min_period=3, max_period=6)
+    cfg = AttentionOnlyConfig(n_layers=3, n_heads=4, d_model=16, vocab_size=8, seq_len=12,
+                              init_std=0.1)
+    run = train_attention_only(cfg, task, TrainConfig(steps=20, n_checkpoints=5, eval_size=32),
+                               seed=0, progress=False)
+    assert np.array_equal(run.steps, checkpoint_steps(20, 5)) and list(run.steps) == [0, 5, 10, 15, 20]
+    C, L, H, d = 5, 3, 4, 16
+    assert run.qk.shape == run.ov.shape == (C, L, H, d, d)
+    assert run.prev_token_score.shape == run.induction_score.shape == (C, L, H)
+    assert run.train_loss.shape == (20,) and np.all(np.isfinite(run.train_loss))
+    for circuits in (run.qk, run.ov):
+        m = circuit_metrics(circuits)
+        for name in ("effective_rank", "subspace_distance", "norm"):
+            assert m[name].shape == (C, L, H)
+            assert np.all(np.isfinite(m[name]))
+        assert m["marginal_effective_rank"].shape == (C, L, H, 3)   # k = 1, 2, 3
+        d_head = d // H
+        assert np.all((m["effective_rank"] >= 1) & (m["effective_rank"] <= d_head + 1e-9))
+        assert np.all(m["marginal_effective_rank"] <= d_head - 1 + 1e-9)
+        sd = m["subspace_distance"]
+        assert np.all((sd >= 0) & (sd <= 1))
+        np.testing.assert_allclose(sd[-1], 0.0, atol=1e-6)     # distance of M_T to itself
+        assert np.all(sd[0] > 0.05)                             # random start: not yet there
+    with pytest.raises(ValueError, match="circuits"):
+        circuit_metrics(run.qk[0])
+
+
+def test_summary_round_trips_through_npz(tmp_path, deterministic):
+    task = InductionTask(vocab_size=8, seq_len=12, min_period=3, max_period=6)
+    cfg = AttentionOnlyConfig(n_layers=2, n_heads=2, d_model=8, vocab_size=8, seq_len=12)
+    run = train_attention_only(cfg, task, TrainConfig(steps=30, n_checkpoints=4, eval_size=16),
+                               seed=1, progress=False)
+    s = summarize_run(run, "a command")
+    save_run_summary(s, tmp_path / "x.npz")
+    t = load_run_summary(tmp_path / "x.npz")
+    assert t.meta["command"] == "a command" and t.seed == 1 and t.n_layers == 2
+    assert t.train_loss.shape == (3,)                          # 30 steps in bins of 10
+    assert t.meta["ks"] == [1, 2, 3] and t.qk["marginal_effective_rank"].shape == (4, 2, 2, 3)
+    np.testing.assert_allclose(t.icl_loss, s.icl_loss, rtol=1e-6)
+    for name in s.qk:
+        np.testing.assert_allclose(t.qk[name], s.qk[name], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(t.ov[name], s.ov[name], rtol=1e-6, atol=1e-7)
+
+
+# ----------------------------------------------------------------------------- emergence
+
+
+def test_emergence_window_on_a_known_curve():
+    steps = np.arange(0, 1001, 50)
+    loss = np.where(steps < 400, 2.5, np.where(steps < 600, 2.5 - (steps - 400) / 200 * 2.4, 0.1))
+    w = icl_emergence_window(steps, loss, upper=2.0)
+    # loss: ... 400: 2.5, 450: 1.9, 500: 1.3, 550: 0.7, 600: 0.1
+    assert w.emerged and (w.start, w.end) == (450, 600) and w.width == 150
+    assert w.mid == 500                                        # first <= (2.0 + log 2) / 2
+    flat = icl_emergence_window(steps, np.full(steps.shape, 1.5), upper=2.0)
+    assert not flat.emerged and flat.start is None
+    with pytest.raises(ValueError, match="upper"):
+        icl_emergence_window(steps, loss, upper=0.5)
+
+
+def test_half_time_and_dip_on_known_curves():
+    steps = np.arange(0, 1001, 50)
+    sd = np.clip(1.0 - steps / 800, 0, None)                   # linear fall to 0 at 800
+    assert half_time(steps, sd) == 400
+    assert half_time(steps, 2.0 - sd) == 400                   # rising curves too
+    w = icl_emergence_window(steps, np.where(steps < 500, 2.5, 0.1), upper=2.0)
+    assert (w.start, w.end) == (500, 500)
+    w = EmergenceWindow(True, 2.0, 0.7, 400, 500, 600)
+    v = 5 + 0.002 * np.abs(steps - 500)                        # minimum 5 at step 500
+    d = find_dip(steps, v, w)
+    assert d.step == 500 and d.in_window and d.is_dip
+    assert d.fall == pytest.approx(0.002 * 450) and d.rise == pytest.approx(1.0)
+    d = find_dip(steps, np.linspace(6, 5, steps.size), w)      # monotone: minimum at the end
+    assert d.step == 1000 and not d.in_window and not d.is_dip
+    d = find_dip(steps, 5 + 0.0001 * np.abs(steps - 500), w)   # too shallow for delta = 0.1
+    assert d.in_window and not d.is_dip
+    with pytest.raises(ValueError, match="window"):
+        find_dip(steps, v, EmergenceWindow(False, 2.0, 0.7, None, None, None))
+
+
+def test_two_layers_learn_in_context_and_one_layer_does_not(demo1, demo2):
+    """Short deterministic runs (800 Adam steps): the ICL transition needs two layers."""
+    l1, l2 = demo1.icl_loss[-1], demo2.icl_loss[-1]
+    assert l2 < l1 - MARGIN_NATS, (l1, l2)
+    assert demo2.window.emerged and not demo1.window.emerged
+    # the 2-layer model's last layer holds an induction head, the 1-layer model has none
+    assert demo2.induction_score[-1, 1].max() > 0.8
+    assert demo1.induction_score[-1].max() < 0.3
+
+
+def test_demo_run_reproduces_shipped_file(demo2):
+    path = DATA / run_file_name(2, 0, "demo")
+    shipped = load_run_summary(path)
+    assert shipped.meta["command"] == demo2.meta["command"]
+    assert shipped.meta["seed"] == 0
+    np.testing.assert_array_equal(shipped.steps, demo2.steps)
+    for name in ("icl_loss", "first_period_loss", "param_norm", "prev_token_score",
+                 "induction_score"):
+        np.testing.assert_allclose(getattr(demo2, name), getattr(shipped, name),
+                                   rtol=RTOL, atol=ATOL, err_msg=name)
+    for name in ("effective_rank", "marginal_effective_rank", "subspace_distance"):
+        np.testing.assert_allclose(demo2.qk[name], shipped.qk[name], rtol=RTOL, atol=ATOL,
+                                   err_msg=f"qk {name}")
+
+
+# ----------------------------------------------------------------------------- shipped data
+
+
+def test_shipped_runs_are_complete_small_and_regenerable():
+    seeds = experiment_seeds("quick")
+    assert len(seeds) >= 3
+    total = 0
+    for L in range(1, 5):
+        for s in seeds:
+            path = DATA / run_file_name(L, s)
+            total += path.stat().st_size
+            with np.load(path) as f:
+                meta = json.loads(str(f["meta"]))
+            assert meta["seed"] == s and meta["model_config"]["n_layers"] == L
+            assert meta["command"] == (f"python scripts/make_ch6_runs.py --scale quick "
+                                       f"--depths {L} --seeds {s}")
+            task, model, train = experiment_settings(L, "quick")
+            assert meta["train_config"]["steps"] == train.steps
+            assert meta["model_config"]["d_model"] == model.d_model
+    total += sum(p.stat().st_size for p in DATA.glob("demo_*.npz"))
+    assert total < 2 * 1024 * 1024
