@@ -1,0 +1,330 @@
+"""Tests for icllib.nonlinear.grokking (chapter 7): data, model, training, metrics, shipped runs.
+
+One short quick-scale run (150 full-batch steps, seed 0, weight decay 1) is trained once per
+session and shared by the tests that need a trained model; the whole file runs in well under
+a minute on the 2-core machine.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from icllib.nonlinear.grokking import (CIRCUIT_NAMES, GrokkingConfig, ModularTransformer,
+                                       circuit_metrics, embedding_fourier_power, first_crossing,
+                                       load_summary, modular_dataset, quick_config,
+                                       rotation_peak, settle_step, summarize_run, train_grokking)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "book" / "data" / "ch7"
+SHORT_STEPS = 150
+
+
+@pytest.fixture(scope="module")
+def short_run():
+    """The first SHORT_STEPS steps of the shipped quick run (seed 0, weight decay 1)."""
+    return train_grokking(quick_config(n_steps=SHORT_STEPS, seed=0, weight_decay=1.0),
+                          progress=False, num_threads=1)
+
+
+# ------------------------------------------------------------------------------ data
+@pytest.mark.parametrize("p,op,frac,seed", [(2, "add", 0.5, 0), (7, "sub", 0.3, 1),
+                                            (13, "mul", 0.9, 5), (59, "add", 0.4, 0)])
+def test_dataset_every_pair_once_and_split_partitions(p, op, frac, seed):
+    d = modular_dataset(p, op, frac, seed)
+    a, b, eq = d.inputs.T
+    assert d.inputs.shape == (p * p, 3)
+    pairs = set(zip(a.tolist(), b.tolist()))
+    assert len(pairs) == p * p                                   # every pair, each once
+    assert pairs == {(i, j) for i in range(p) for j in range(p)}
+    assert np.all(eq == p)                                       # the "=" token
+    expected = {"add": (a + b) % p, "sub": (a - b) % p, "mul": (a * b) % p}[op]
+    np.testing.assert_array_equal(d.labels, expected)
+    tr, te = set(d.train_idx.tolist()), set(d.test_idx.tolist())
+    assert not tr & te                                           # disjoint
+    assert tr | te == set(range(p * p))                          # together: everything
+    assert len(tr) == min(max(round(frac * p * p), 1), p * p - 1)
+    assert len(te) >= 1
+
+
+def test_split_is_deterministic_per_seed_and_changes_with_it():
+    d1, d2 = modular_dataset(59, "add", 0.4, 3), modular_dataset(59, "add", 0.4, 3)
+    np.testing.assert_array_equal(d1.train_idx, d2.train_idx)
+    d3 = modular_dataset(59, "add", 0.4, 4)
+    assert not np.array_equal(d1.train_idx, d3.train_idx)
+    # pinned: the split is a numpy default_rng permutation, the same on every machine
+    np.testing.assert_array_equal(modular_dataset(5, "add", 0.4, 0).train_idx,
+                                  np.sort(np.random.default_rng(0).permutation(25)[:10]))
+
+
+@pytest.mark.parametrize("p", [1, 0, -3, 2.5, "7", True, None])
+def test_bad_p_raises(p):
+    with pytest.raises(ValueError, match=r"p must be an integer >= 2"):
+        modular_dataset(p, "add", 0.3)
+
+
+@pytest.mark.parametrize("frac", [0, 0.0, 1, 1.0, -0.1, 1.5, float("nan"), "0.3", None])
+def test_bad_train_fraction_raises(frac):
+    with pytest.raises(ValueError, match=r"train_frac must be a number in the open interval \(0, 1\)"):
+        modular_dataset(11, "add", frac)
+
+
+@pytest.mark.parametrize("op", ["div", "pow", "+", "", None, "ADD"])
+def test_unknown_operation_raises(op):
+    with pytest.raises(ValueError, match=r"op must be one of \['add', 'mul', 'sub'\]"):
+        modular_dataset(11, op, 0.3)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("p", 1, "p must be an integer >= 2"),
+    ("train_frac", 1.0, "train_frac must be a number in the open interval"),
+    ("op", "div", "op must be one of"),
+    ("d_model", 30, "d_model must be a multiple of n_heads"),
+    ("lr", 0.0, "lr must be a finite number > 0"),
+    ("weight_decay", -1.0, "weight_decay must be a finite number >= 0"),
+    ("betas", (0.9, 1.0), "betas must be two numbers in"),
+    ("n_steps", 0, "n_steps must be an integer >= 1"),
+    ("seed", -1, "seed must be an integer >= 0"),
+])
+def test_bad_config_raises(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        GrokkingConfig(**{field: value})
+
+
+def test_train_rejects_non_config():
+    with pytest.raises(ValueError, match="config must be a GrokkingConfig"):
+        train_grokking({"p": 5})
+
+
+# ------------------------------------------------------------------------------ model
+def _reference_forward(m, tokens):
+    """Plain causal one-layer transformer over all three positions, read at the last one."""
+    x = m.W_E[tokens] + m.W_pos                                           # (B, 3, d)
+    q = torch.einsum("hed,bsd->bhse", m.W_Q, x)
+    k = torch.einsum("hed,bsd->bhse", m.W_K, x)
+    v = torch.einsum("hed,bsd->bhse", m.W_V, x)
+    scores = torch.einsum("bhse,bhte->bhst", q, k) / math.sqrt(m.d_head)
+    causal = torch.triu(torch.ones(3, 3, dtype=torch.bool), diagonal=1)
+    attn = torch.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
+    z = torch.einsum("bhst,bhte->bshe", attn, v).reshape(*tokens.shape, -1)
+    resid = x + z @ m.W_O.T
+    resid = resid + torch.relu(resid @ m.W_in.T + m.b_in) @ m.W_out.T + m.b_out
+    return (resid @ m.W_U)[:, -1]
+
+
+def test_forward_equals_full_causal_transformer_and_gradients_agree():
+    p = 13
+    m = ModularTransformer(p, 24, 3, 40, torch.Generator().manual_seed(1)).double()
+    with torch.no_grad():                       # non-zero biases, so they are tested too
+        m.b_in.normal_(generator=torch.Generator().manual_seed(2))
+        m.b_out.normal_(generator=torch.Generator().manual_seed(3))
+    tokens = torch.as_tensor(modular_dataset(p, "add", 0.5, 0).inputs)
+    fast, ref = m(tokens), _reference_forward(m, tokens)
+    torch.testing.assert_close(fast, ref, rtol=1e-12, atol=1e-12)
+    g_fast = torch.autograd.grad(fast.square().sum(), list(m.parameters()))
+    g_ref = torch.autograd.grad(ref.square().sum(), list(m.parameters()))
+    for a, b in zip(g_fast, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_circuits_have_the_stated_shapes_and_ranks():
+    m = ModularTransformer(11, 32, 4, 48, torch.Generator().manual_seed(0))
+    c = m.circuits()
+    assert set(c) == set(CIRCUIT_NAMES)
+    assert c["OV"].shape == c["QK"].shape == (4, 32, 32)
+    assert c["W_E"].shape == (12, 32) and c["W_in"].shape == (48, 32)
+    assert c["W_out"].shape == (32, 48) and c["W_U"].shape == (32, 11)
+    for name in ("OV", "QK"):                   # rank <= d_head = 8 (in exact arithmetic)
+        sv = np.linalg.svd(c[name].astype(float), compute_uv=False)
+        assert np.all(sv[:, 8:] < 1e-5 * sv[:, :1])
+        assert np.all(sv[:, 7] > 1e-3 * sv[:, 0])
+    np.testing.assert_allclose(c["OV"][1], (m.W_O[:, 8:16] @ m.W_V[1]).detach().numpy(), rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------ training
+def test_short_run_memorises_the_training_set(short_run):
+    """Stated margin: from chance (~1/59) to >= 95% train accuracy in 150 steps, an
+    improvement of at least 0.85; test accuracy stays far from 95% (no grokking yet)."""
+    r = short_run
+    assert r.train_acc[0] < 0.1
+    assert r.train_acc[-1] >= 0.95
+    assert r.train_acc[-1] - r.train_acc[0] >= 0.85
+    assert r.train_loss[-1] < 0.1 * r.train_loss[0]
+    assert r.test_acc[-1] < 0.6
+    assert r.eval_steps[0] == 0 and r.eval_steps[-1] == SHORT_STEPS
+    np.testing.assert_array_equal(r.checkpoint_steps, [0, 50, 100, 150])
+    assert r.steps_per_s > 0 and np.all(np.isfinite(r.weight_norm))
+
+
+def test_run_is_deterministic_on_cpu(short_run):
+    before = (torch.are_deterministic_algorithms_enabled(), torch.get_num_threads())
+    again = train_grokking(quick_config(n_steps=30), progress=False, num_threads=1, keep_model=False)
+    assert (torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()) == before
+    n = again.eval_steps.size
+    np.testing.assert_array_equal(again.eval_steps, short_run.eval_steps[:n])
+    for k in ("train_loss", "test_loss", "train_acc", "test_acc", "weight_norm"):
+        np.testing.assert_array_equal(getattr(again, k), getattr(short_run, k)[:n])
+    np.testing.assert_array_equal(again.checkpoints["OV"][0], short_run.checkpoints["OV"][0])
+
+
+def test_progress_bar_runs(capsys):
+    train_grokking(quick_config(p=7, d_model=8, n_heads=2, d_mlp=8, n_steps=3), progress=True,
+                   num_threads=1)
+    assert "grokking p=7" in capsys.readouterr().err
+
+
+def test_metrics_run_on_the_checkpoints(short_run):
+    r = short_run
+    d_head = r.config.d_head
+    m = circuit_metrics(r.checkpoint_steps, r.checkpoints, rank=d_head, reference_steps=[100, 150],
+                        lag=1)
+    T = r.checkpoint_steps.size
+    for name in CIRCUIT_NAMES:
+        H = 4 if name in ("OV", "QK") else 1
+        er = m[f"{name}/effective_rank"]
+        assert er.shape == (T, H) and np.all(er >= 1)
+        for S, i in ((100, 2), (150, 3)):
+            dist = m[f"{name}/distance_to_{S}"]
+            assert dist.shape == (T, H) and np.all((dist >= 0) & (dist <= 1))
+            # distance of M(S) to itself: only M(t) is truncated, so what is left is the share
+            # of M(S) outside its own top-d_head directions (~0 for the rank-d_head circuits)
+            M = r.checkpoints[name][i].astype(float).reshape(H, *r.checkpoints[name].shape[-2:])
+            sv = np.linalg.svd(M, compute_uv=False)
+            tail = np.sqrt((sv[:, d_head:] ** 2).sum(1) / (sv ** 2).sum(1))
+            np.testing.assert_allclose(dist[i], tail, atol=1e-6)
+            if name in ("OV", "QK"):
+                np.testing.assert_allclose(dist[i], 0.0, atol=1e-5)
+        rot = m[f"{name}/rotation"]
+        assert np.all(np.isnan(rot[-1])) and np.all((rot[:-1] >= 0) & (rot[:-1] <= 1))
+    # the per-head circuits have rank <= d_head: their effective rank cannot exceed it
+    assert np.all(m["OV/effective_rank"] <= d_head + 1e-6)
+    # training moves the heads' subspaces: the random start is far from step 150's
+    assert np.all(m["OV/distance_to_150"][0] > 0.3)
+    # the rotation over one checkpoint equals a direct subspace_distance call
+    from icllib.metrics import subspace_distance
+    ov = r.checkpoints["OV"].astype(float)
+    assert m["OV/rotation"][1, 2] == pytest.approx(subspace_distance(ov[1, 2], ov[2, 2], rank=d_head))
+
+
+def test_float32_circuits_need_the_truncation(short_run):
+    """Without truncation, float32 rounding makes a rank-d_head circuit numerically full
+    rank, so every distance is ~0: the reason circuit_metrics takes rank = d_head."""
+    from icllib.metrics import subspace_distance
+    ov = short_run.checkpoints["OV"][:, 0].astype(float)
+    assert np.all(subspace_distance(ov, ov[-1]) < 1e-3)
+    assert subspace_distance(ov[0], ov[-1], rank=short_run.config.d_head) > 0.3
+
+
+def test_metrics_reject_bad_reference(short_run):
+    with pytest.raises(ValueError, match="reference_steps must be checkpoint steps"):
+        circuit_metrics(short_run.checkpoint_steps, short_run.checkpoints, rank=4,
+                        reference_steps=[77])
+
+
+# ------------------------------------------------------------------------------ timing helpers
+def test_first_crossing_settle_step_and_rotation_peak():
+    steps = np.array([0, 10, 20, 30, 40, 50])
+    acc = np.array([0.0, 0.2, 0.6, 0.5, 0.97, 1.0])
+    assert first_crossing(steps, acc, 0.5) == 20
+    assert first_crossing(steps, acc, 0.95) == 40
+    assert math.isnan(first_crossing(steps, acc, 1.01))
+    dist = np.array([0.9, 0.05, 0.3, 0.08, 0.02, 0.0])
+    assert settle_step(steps, dist, 0.1) == 30                       # the dip at 10 does not count
+    assert settle_step(steps, dist, 1.0) == 0
+    assert math.isnan(settle_step(steps, np.array([0.5] * 6), 0.1))
+    rot = np.array([0.5, 0.1, 0.05, 0.2, 0.04, np.nan])              # decay, then a bump at 30
+    step, prominence = rotation_peak(steps, rot)
+    assert step == 30 and prominence == pytest.approx(0.15)
+    step, prominence = rotation_peak(steps, np.array([5.0, 4, 3, 2, 1, 0]))  # no bump at all
+    assert math.isnan(step) and prominence == 0.0
+
+
+def test_embedding_fourier_power_known_answers():
+    p, d = 11, 6
+    a = np.arange(p)[:, None]
+    rng = np.random.default_rng(0)
+    # a pure frequency-3 embedding (cos and sin with arbitrary phases and directions)
+    E = np.cos(2 * np.pi * 3 * a / p) * rng.standard_normal(d) + np.sin(2 * np.pi * 3 * a / p) * rng.standard_normal(d)
+    power = embedding_fourier_power(np.vstack([E, rng.standard_normal(d)]), p)  # "=" row ignored
+    assert power.shape == (6,)
+    np.testing.assert_allclose(power, np.eye(6)[3], atol=1e-12)
+    # a constant embedding is all frequency 0; a random one sums to 1 and is non-negative
+    np.testing.assert_allclose(embedding_fourier_power(np.ones((p, d))), np.eye(6)[0], atol=1e-12)
+    w = embedding_fourier_power(rng.standard_normal((p, d)))
+    assert np.all(w >= 0) and w.sum() == pytest.approx(1.0)
+    # Parseval: with the k / p - k pairing, the powers add up to sum_a ||E_a||^2 before normalising
+    E2 = rng.standard_normal((8, d))                                   # even p: k = p/2 unpaired
+    F = np.abs(np.fft.fft(E2, axis=0)) ** 2
+    raw = F.sum(1)
+    expect = np.array([raw[0], raw[1] + raw[7], raw[2] + raw[6], raw[3] + raw[5], raw[4]])
+    np.testing.assert_allclose(embedding_fourier_power(E2), expect / expect.sum(), rtol=1e-12)
+    with pytest.raises(ValueError, match="at least p = 9 rows"):
+        embedding_fourier_power(E2, 9)
+
+
+# ------------------------------------------------------------------------------ shipped runs
+def _shipped_files():
+    return sorted(SHIPPED.glob("wd*_seed*.npz"))
+
+
+def test_shipped_runs_exist_are_small_and_say_how_to_regenerate():
+    files = _shipped_files()
+    assert len(files) >= 3
+    assert sum(f.stat().st_size for f in files) < 2 * 1024 ** 2
+    for f in files:
+        s = load_summary(f)
+        assert "scripts/make_ch7_runs.py" in s["meta"]["command"]
+        cfg = s["meta"]["config"]
+        assert f.name == f"wd{cfg['weight_decay']:g}_seed{cfg['seed']}.npz"
+
+
+def test_shipped_runs_grok_after_memorising():
+    """The finding the chapter rests on: at weight decay >= 1, for every seed, test accuracy
+    passes 95%, at least 3x later and 500 steps after train accuracy reaches 100% (at the quick
+    setting's weight decay 1: at least 10x later)."""
+    checked = 0
+    for f in _shipped_files():
+        s = load_summary(f)
+        if s["meta"]["config"]["weight_decay"] < 1.0:
+            continue
+        t100 = first_crossing(s["eval_steps"], s["train_acc"], 1.0)
+        t95 = first_crossing(s["eval_steps"], s["test_acc"], 0.95)
+        assert np.isfinite(t100) and np.isfinite(t95), f.name
+        assert t95 >= max(3 * t100, t100 + 500), f.name
+        if s["meta"]["config"]["weight_decay"] == 1.0:
+            assert t95 >= 10 * t100, f.name
+        checked += 1
+    assert checked >= 3
+
+
+def test_short_run_reproduces_the_shipped_reference(short_run):
+    """Regenerated steps 0..150 of seed 0, weight decay 1 against the shipped file.
+
+    On this machine the run is bitwise identical; the tolerance (relative 1e-3 on the losses
+    and weight norm, two test examples on the accuracies) allows for another CPU's float32
+    rounding over 150 Adam steps."""
+    s = load_summary(SHIPPED / "wd1_seed0.npz")
+    cfg = dict(s["meta"]["config"], n_steps=SHORT_STEPS, betas=tuple(s["meta"]["config"]["betas"]))
+    assert GrokkingConfig(**cfg) == short_run.config
+    n = short_run.eval_steps.size
+    np.testing.assert_array_equal(s["eval_steps"][:n], short_run.eval_steps)
+    n_test = 59 * 59 - round(0.4 * 59 * 59)
+    for k in ("train_loss", "test_loss", "weight_norm"):
+        np.testing.assert_allclose(s[k][:n], getattr(short_run, k), rtol=1e-3, atol=1e-6, err_msg=k)
+    np.testing.assert_allclose(s["test_acc"][:n], short_run.test_acc, atol=2.0 / n_test + 1e-7)
+    np.testing.assert_allclose(s["train_acc"][:n], short_run.train_acc, atol=2.0 / (59 * 59 - n_test) + 1e-7)
+
+
+def test_summary_roundtrip(short_run, tmp_path):
+    from icllib.nonlinear.grokking import save_summary
+    s = summarize_run(short_run, reference_steps=[150], lag=1, command="pytest")
+    save_summary(tmp_path / "x.npz", s)
+    back = load_summary(tmp_path / "x.npz")
+    assert back["meta"]["command"] == "pytest" and back["meta"]["metric_rank"] == 16
+    assert json.loads(json.dumps(back["meta"]))["config"]["p"] == 59
+    np.testing.assert_array_equal(back["OV/distance_to_150"], s["OV/distance_to_150"])
+    assert back["W_E_final"].shape == (59, 64)
+    assert np.all((back["fourier_top_share"] > 0) & (back["fourier_top_share"] <= 1 + 1e-6))
