@@ -33,6 +33,7 @@ from icllib.nonlinear.attention_only import (  # noqa: E402
     icl_emergence_window,
     induction_score,
     load_run_summary,
+    load_runs,
     make_run,
     previous_token_score,
     run_file_name,
@@ -387,3 +388,12 @@ def test_shipped_runs_are_complete_small_and_regenerable():
             assert meta["model_config"]["d_model"] == model.d_model
     total += sum(p.stat().st_size for p in DATA.glob("demo_*.npz"))
     assert total < 2 * 1024 * 1024
+
+
+def test_load_runs_reads_the_shipped_files_and_names_the_script_when_missing(tmp_path):
+    runs = load_runs(DATA, [1, 2], [0, 1])
+    assert sorted(runs) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert runs[(2, 1)].n_layers == 2 and runs[(2, 1)].seed == 1
+    assert runs[(2, 1)].qk["effective_rank"].shape == (121, 2, 2)
+    with pytest.raises(FileNotFoundError, match="make_ch6_runs.py"):
+        load_runs(tmp_path, [2], [0])

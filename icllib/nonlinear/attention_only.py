@@ -1047,26 +1047,25 @@ def make_run(n_layers: int, seed: int, scale: str | None = None, *, demo: bool =
     return summarize_run(run, make_command(n_layers, seed, scale, demo))
 
 
-def load_or_make_runs(directory, depths, seeds, scale: str | None = None, *,
-                      device: str | None = None, progress: bool = True,
-                      prefix: str = "run") -> dict[tuple[int, int], RunSummary]:
-    """Load ``{(n_layers, seed): RunSummary}`` from ``directory``, training what is missing.
+def load_runs(directory, depths, seeds, *, prefix: str = "run"
+              ) -> dict[tuple[int, int], RunSummary]:
+    """Load ``{(n_layers, seed): RunSummary}`` from the files in ``directory``.
 
-    Missing files are generated with :func:`make_run` (on ``device``, default ``"cuda"``
-    when a GPU is visible, else ``"cpu"``) and written to ``directory``.
+    Raises
+    ------
+    FileNotFoundError
+        Naming the missing files and the command that makes them
+        (``scripts/make_ch6_runs.py``).
     """
     from pathlib import Path
 
     directory = Path(directory)
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    out = {}
-    for L in depths:
-        for s in seeds:
-            path = directory / run_file_name(L, s, prefix)
-            if not path.exists():
-                directory.mkdir(parents=True, exist_ok=True)
-                save_run_summary(make_run(L, s, scale, demo=(prefix == "demo"),
-                                          device=device, progress=progress), path)
-            out[(int(L), int(s))] = load_run_summary(path)
-    return out
+    paths = {(int(L), int(s)): directory / run_file_name(L, s, prefix)
+             for L in depths for s in seeds}
+    missing = [p.name for p in paths.values() if not p.exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"{len(missing)} run file(s) missing in {directory} (e.g. {missing[0]}); make "
+            f"them with `python scripts/make_ch6_runs.py` (see --help; paper scale: "
+            f"--scale full --device cuda, on a GPU)")
+    return {key: load_run_summary(path) for key, path in paths.items()}
