@@ -324,6 +324,7 @@ def test_summary_roundtrip(short_run, tmp_path):
     save_summary(tmp_path / "x.npz", s)
     back = load_summary(tmp_path / "x.npz")
     assert back["meta"]["command"] == "pytest" and back["meta"]["metric_rank"] == 16
+    assert back["meta"]["device"] == "cpu" and back["meta"]["steps_per_s"] > 0
     assert json.loads(json.dumps(back["meta"]))["config"]["p"] == 59
     np.testing.assert_array_equal(back["OV/distance_to_150"], s["OV/distance_to_150"])
     assert back["W_E_final"].shape == (59, 64)

@@ -335,6 +335,7 @@ class GrokkingRun:
     wall_time_s: float = 0.0
     steps_per_s: float = 0.0
     model: ModularTransformer | None = field(default=None, repr=False)
+    device: str = "cpu"
 
 
 def _loss(logits, labels):
@@ -366,9 +367,11 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True, num_threads
 
     Notes
     -----
-    On the CPU a run is deterministic for a given config and thread count: the generator
-    for the initialisation is seeded with ``config.seed`` and deterministic algorithms are
-    enforced for the duration of the call (the previous setting is restored). The loss is
+    On the CPU a run is deterministic for a given config: the generator for the
+    initialisation is seeded with ``config.seed`` and deterministic algorithms are enforced
+    for the duration of the call (the previous setting is restored). On a GPU they are
+    requested with ``warn_only=True`` (and ``CUBLAS_WORKSPACE_CONFIG`` is set if unset), so an
+    operation without a deterministic kernel warns instead of failing. The loss is
     the mean cross-entropy over the training pairs (science notes sec. 10).
     """
     if not isinstance(config, GrokkingConfig):
@@ -379,10 +382,17 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True, num_threads
     data = modular_dataset(c.p, c.op, c.train_frac, c.seed)
     old_threads = torch.get_num_threads()
     old_det = torch.are_deterministic_algorithms_enabled()
+    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     try:
         if num_threads is not None:
             torch.set_num_threads(_check_int("num_threads", num_threads, 1))
-        torch.use_deterministic_algorithms(True)
+        if str(device).startswith("cpu"):
+            torch.use_deterministic_algorithms(True)
+        else:
+            import os
+
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            torch.use_deterministic_algorithms(True, warn_only=True)
         gen = torch.Generator().manual_seed(c.seed)
         model = ModularTransformer(c.p, c.d_model, c.n_heads, c.d_mlp, gen).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay, betas=c.betas)
@@ -433,7 +443,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True, num_threads
         bar.close()
     finally:
         torch.set_num_threads(old_threads)
-        torch.use_deterministic_algorithms(old_det)
+        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
 
     arr = {k: np.asarray(v, dtype=np.int64 if k == "step" else np.float64) for k, v in rec.items()}
     return GrokkingRun(
@@ -442,7 +452,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True, num_threads
         checkpoint_steps=np.asarray(ck_steps, dtype=np.int64),
         checkpoints={k: np.stack(v) for k, v in ck.items()},
         wall_time_s=wall, steps_per_s=c.n_steps / wall,
-        model=model.cpu() if keep_model else None,
+        model=model.cpu() if keep_model else None, device=str(device),
     )
 
 
@@ -634,7 +644,7 @@ def summarize_run(run: GrokkingRun, *, reference_steps=None, lag: int = 2, rank:
     share of the embedding's Fourier power in its ``top_frequencies`` strongest frequencies,
     at each checkpoint), the final number embeddings ``W_E_final`` (``p x d_model``), and
     ``meta``: a JSON string with the config, the command that regenerates the run, the wall
-    time and steps per second, and the torch version.
+    time and steps per second, the torch version and the device.
     """
     import json
 
@@ -645,8 +655,8 @@ def summarize_run(run: GrokkingRun, *, reference_steps=None, lag: int = 2, rank:
     W_E = run.checkpoints["W_E"]
     share = np.array([np.sort(embedding_fourier_power(W, c.p))[::-1][:top_frequencies].sum() for W in W_E])
     meta = dict(config=asdict(c), command=command, wall_time_s=run.wall_time_s,
-                steps_per_s=run.steps_per_s, torch=torch.__version__, metric_rank=rank, lag=lag,
-                top_frequencies=top_frequencies)
+                steps_per_s=run.steps_per_s, torch=torch.__version__, device=run.device,
+                metric_rank=rank, lag=lag, top_frequencies=top_frequencies)
     out = {
         "meta": np.array(json.dumps(meta)),
         "eval_steps": run.eval_steps.astype(np.int32),
@@ -740,5 +750,6 @@ def load_shipped_runs(directory) -> dict[tuple[float, int], dict]:
         runs[(float(cfg["weight_decay"]), int(cfg["seed"]))] = s
     if not runs:
         raise ValueError(f"no runs in {directory}; generate them with "
-                         f"`python scripts/make_ch7_runs.py --out {directory}` (ICLLIB_SCALE as wanted)")
+                         f"`python scripts/make_ch7_runs.py --out {directory}` (for the full scale: "
+                         f"`ICLLIB_SCALE=full python scripts/make_ch7_runs.py --device cuda`)")
     return runs
