@@ -1,6 +1,6 @@
 """Grokking in modular arithmetic, after Nanda et al. (2023) (science notes sec. 10).
 
-The task: for a prime-like modulus ``p`` and an operation ``op``, the input is the three
+The task: for a modulus ``p >= 2`` and an operation ``op``, the input is the three
 tokens ``(a, b, "=")`` with ``a, b`` in ``0 .. p-1`` and the "=" token numbered ``p``; the
 label is ``a op b mod p``. All ``p**2`` pairs exist once; a seeded random fraction of them
 is the training set and the rest the test set.
@@ -17,9 +17,12 @@ and test loss and accuracy, the total weight norm, and checkpoints of
   ``"W_out"`` (``d_model x d_mlp``) and ``"W_U"`` (``d_model x p``).
 
 Only the "=" position's output is read, and there is a single layer, so the forward pass
-computes attention from that position only and the MLP at that position only; this is the
-same function (and the same gradients) as running every position through a causal
-transformer and reading the last one, at a third of the MLP cost.
+computes attention from that position only, the keys and values once per possible
+(position, token) pair, and the MLP at that position only: the same function (and the same
+gradients) as running every position through a causal transformer and reading the last one
+(tests/test_grokking.py checks this), at about half the cost on a CPU.
+
+Chapter 7 of the book uses everything here; ``scripts/make_ch7_runs.py`` makes its shipped runs.
 """
 
 from __future__ import annotations
@@ -44,10 +47,10 @@ __all__ = [
     "GrokkingRun",
     "train_grokking",
     "quick_config",
+    "full_config",
     "circuit_metrics",
     "first_crossing",
     "settle_step",
-    "peak_step",
     "rotation_peak",
     "embedding_fourier_power",
     "summarize_run",
@@ -55,7 +58,6 @@ __all__ = [
     "load_summary",
     "grokking_timing",
     "load_shipped_runs",
-    "full_config",
 ]
 
 OPERATIONS = {
@@ -218,8 +220,12 @@ def quick_config(**overrides) -> GrokkingConfig:
     """The book's quick setting: groks within about two minutes on one CPU core.
 
     ``p = 59``, ``a + b``, 40% of the pairs for training, ``d_model = 64``, 4 heads,
-    MLP width 256, AdamW lr 3e-3, weight decay 1.0, betas (0.9, 0.98). Chosen by trial
-    (chapter 7 reports it); keyword arguments override single fields.
+    MLP width 256, AdamW lr 3e-3, weight decay 1.0, betas (0.9, 0.98), 5000 steps, evaluated
+    every 10 and checkpointed every 50 steps. Chosen by trial: the training set is memorised
+    within ~100 steps and the test accuracy passes 95% after 2400-3200 steps (seeds 0-2);
+    5000 steps took 64 s (78 steps/s) on one core of the 2-core machine with the other core
+    busy, 133 s when it was shared more heavily. Keyword arguments
+    override single fields.
     """
     base = GrokkingConfig(p=59, op="add", train_frac=0.4, d_model=64, n_heads=4, d_mlp=256,
                           lr=3e-3, weight_decay=1.0, betas=(0.9, 0.98), n_steps=5000,
@@ -564,16 +570,6 @@ def settle_step(steps, values, threshold: float) -> float:
     if above[-1] == values.size - 1:
         return float("nan")
     return float(steps[above[-1] + 1])
-
-
-def peak_step(steps, values, *, after: float = 0.0) -> float:
-    """Step of the largest finite value among ``steps > after`` (NaN if there is none)."""
-    steps, values = np.asarray(steps), np.asarray(values, dtype=float)
-    ok = np.isfinite(values) & (steps > after)
-    if not ok.any():
-        return float("nan")
-    i = np.flatnonzero(ok)[np.argmax(values[ok])]
-    return float(steps[i])
 
 
 def rotation_peak(steps, values) -> tuple[float, float]:
