@@ -3,7 +3,9 @@ r"""Matrix metrics for weight dynamics (science notes sec. 10), linear and non-l
 Exact definitions used throughout the book.  Let ``sigma_1 >= sigma_2 >= ... >= 0`` be the
 singular values of a matrix ``M`` (shape ``(m, n)``), and call ``sigma_i`` *numerically
 zero* when ``sigma_i <= rtol * sigma_1``, with ``rtol = max(m, n) * machine epsilon`` unless
-given (the cut-off of ``numpy.linalg.matrix_rank``); numerically zero values are set to 0.
+given (the cut-off of ``numpy.linalg.matrix_rank``; the epsilon of the input's own floating
+type, so a float32 matrix from a network is judged at float32 precision); numerically zero
+values are set to 0.
 
 Effective rank (Roy & Vetterli 2007)
     ``p_i = sigma_i / sum_j sigma_j``, ``H = -sum_i p_i ln p_i`` (terms with ``p_i = 0``
@@ -52,9 +54,17 @@ def _as_matrices(M, name):
     return arr
 
 
-def _check_rtol(rtol, shape):
+def _input_eps(M):
+    """Machine epsilon of the precision the caller computed ``M`` in (float32 stays float32)."""
+    dtype = getattr(M, "dtype", None)
+    if dtype is not None and np.issubdtype(dtype, np.floating):
+        return float(np.finfo(dtype).eps)
+    return float(np.finfo(float).eps)
+
+
+def _check_rtol(rtol, shape, eps=float(np.finfo(float).eps)):
     if rtol is None:
-        return max(shape[-2:]) * np.finfo(float).eps
+        return max(shape[-2:]) * eps
     if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) \
             or not (0 <= rtol < 1):
         raise ValueError(f"rtol must be a number in [0, 1), got {rtol!r}")
@@ -106,8 +116,9 @@ def effective_rank(M, *, rtol=None):
     ValueError
         For a zero matrix, non-finite entries, or fewer than two axes.
     """
+    eps = _input_eps(M)
     M = _as_matrices(M, "M")
-    rtol = _check_rtol(rtol, M.shape)
+    rtol = _check_rtol(rtol, M.shape, eps)
     out = _entropy_rank(_clean_singular_values(M, rtol, "M"))
     return float(out) if out.ndim == 0 else out
 
@@ -131,9 +142,10 @@ def marginal_effective_rank(M, k, *, rtol=None):
     -------
     float or ndarray, shape (...)
     """
+    eps = _input_eps(M)
     M = _as_matrices(M, "M")
     k = _check_int(k, "k", 0)
-    rtol = _check_rtol(rtol, M.shape)
+    rtol = _check_rtol(rtol, M.shape, eps)
     sv = _clean_singular_values(M, rtol, "M")
     ranks = np.count_nonzero(sv, axis=-1)
     if np.any(k >= ranks):
@@ -168,6 +180,7 @@ def subspace_distance(M_t, M_final, rank=None, *, rtol=None):
     float or ndarray, shape (T,)
         In ``[0, 1]``.
     """
+    eps = _input_eps(M_t)
     Mt = _as_matrices(M_t, "M_t")
     if Mt.ndim > 3:
         raise ValueError(f"M_t must have shape (m, n) or (T, m, n), got {Mt.shape}")
@@ -188,7 +201,7 @@ def subspace_distance(M_t, M_final, rank=None, *, rtol=None):
         if rank > kmax:
             raise ValueError(f"rank must be <= min(m, n) = {kmax} for M_t of shape "
                              f"{Mt.shape[-2:]}, got {rank}")
-    rtol = _check_rtol(rtol, Mt.shape)
+    rtol = _check_rtol(rtol, Mt.shape, eps)
     single = Mt.ndim == 2
     stack = Mt[None] if single else Mt
     _, sv, Vh = np.linalg.svd(stack, full_matrices=False)      # Vh: (T, kmax, n)

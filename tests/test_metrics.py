@@ -220,3 +220,18 @@ def test_subspace_distance_over_a_stack_of_matrices():
 def test_metrics_reject_bad_input(call, name):
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
         call()
+
+
+def test_numerical_zero_follows_the_input_precision():
+    # A rank-2 float32 matrix: its "zero" singular values sit at float32 round-off (~1e-7
+    # relative), far above float64 epsilon; judged at float32 precision it has rank 2.
+    rng = np.random.default_rng(3)
+    A = (rng.standard_normal((16, 2)) @ rng.standard_normal((2, 16))).astype(np.float32)
+    assert effective_rank(A) <= 2.0 + 1e-6
+    assert marginal_effective_rank(A, 1) == pytest.approx(1.0)
+    # Untruncated distance from a low-rank float32 M_t to a matrix outside its row space is > 0.
+    B = rng.standard_normal((16, 16))
+    assert subspace_distance(A, B) > 0.5
+    # The same values in float64 keep the float32 round-off as extra singular values: M_t
+    # counts as full rank and the untruncated distance collapses to 0 (the bug this guards).
+    assert subspace_distance(A.astype(np.float64), B) < 1e-6
