@@ -38,7 +38,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["effective_rank", "marginal_effective_rank", "subspace_distance"]
+__all__ = ["effective_rank", "marginal_effective_rank", "subspace_distance", "first_crossing"]
 
 
 def _as_matrices(M, name):
@@ -213,3 +213,56 @@ def subspace_distance(M_t, M_final, rank=None, *, rtol=None):
     dist = np.linalg.norm(resid, axis=(-2, -1)) / norm_f
     dist = np.clip(dist, 0.0, 1.0)
     return float(dist[0]) if single else dist
+
+
+# ----------------------------------------------------------------------------------------
+# timing on trajectories
+# ----------------------------------------------------------------------------------------
+
+def first_crossing(t, y, level, *, below=False):
+    r"""First time a trajectory reaches a level, linearly interpolated between samples.
+
+    Used for half-rise times (the time ``a_alpha(t)`` first reaches half its final value,
+    :func:`icllib.theory.half_rise_time`) and for the times of the loss cliffs.
+
+    Parameters
+    ----------
+    t : array_like, shape (T,)
+        Increasing sample times.
+    y : array_like, shape (T,) or (T, d)
+        The trajectory; each column is treated separately.
+    level : float or array_like, shape (d,)
+        The level to reach, one per column.
+    below : bool
+        ``False``: first time ``y >= level`` (a rise); ``True``: first ``y <= level`` (a drop).
+
+    Returns
+    -------
+    float or ndarray, shape (d,)
+        ``t[0]`` if the condition already holds at the start, ``nan`` if it never holds.
+    """
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if t.ndim != 1 or t.size < 1 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+        raise ValueError(f"t must be a 1-D increasing array of finite times, got shape {t.shape}")
+    if y.shape[:1] != t.shape or y.ndim not in (1, 2):
+        raise ValueError(f"y must have shape ({t.size},) or ({t.size}, d), got {y.shape}")
+    single = y.ndim == 1
+    Y = y[:, None] if single else y
+    L = np.broadcast_to(np.asarray(level, dtype=float), Y.shape[1:])
+    if not np.all(np.isfinite(L)):
+        raise ValueError("level must be finite")
+    sign = -1.0 if below else 1.0
+    reached = sign * (Y - L) >= 0                                  # (T, d)
+    out = np.full(Y.shape[1], np.nan)
+    for k in range(Y.shape[1]):
+        hits = np.flatnonzero(reached[:, k])
+        if hits.size == 0:
+            continue
+        i = hits[0]
+        if i == 0:
+            out[k] = t[0]
+        else:
+            frac = (L[k] - Y[i - 1, k]) / (Y[i, k] - Y[i - 1, k])
+            out[k] = t[i - 1] + frac * (t[i] - t[i - 1])
+    return float(out[0]) if single else out

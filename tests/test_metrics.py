@@ -235,3 +235,22 @@ def test_numerical_zero_follows_the_input_precision():
     # The same values in float64 keep the float32 round-off as extra singular values: M_t
     # counts as full rank and the untruncated distance collapses to 0 (the bug this guards).
     assert subspace_distance(A.astype(np.float64), B) < 1e-6
+
+
+def test_first_crossing_interpolates_and_reports_never_and_start():
+    from icllib.metrics import first_crossing
+
+    t = np.array([0.0, 1.0, 2.0, 3.0])
+    y = np.array([[0.0, 5.0, 0.0], [1.0, 4.0, 0.0], [3.0, 3.0, 0.1], [4.0, 2.0, 0.2]])
+    up = first_crossing(t, y, [2.0, 1.0, 1.0])
+    assert up[0] == pytest.approx(1.5)          # between 1 (y=1) and 2 (y=3)
+    assert up[1] == 0.0                          # already above at the start
+    assert np.isnan(up[2])                       # never reached
+    assert first_crossing(t, y[:, 1], 2.5, below=True) == pytest.approx(2.5)
+    # A logistic sampled finely crosses half its limit at its known half-rise time.
+    tt = np.linspace(0, 10, 2001)
+    assert first_crossing(tt, 1 / (1 + np.exp(-(tt - 3.7))), 0.5) == pytest.approx(3.7, abs=1e-5)
+    with pytest.raises(ValueError, match="t must be"):
+        first_crossing([0.0, 0.0], [1.0, 2.0], 1.5)
+    with pytest.raises(ValueError, match="y must"):
+        first_crossing(t, np.zeros(3), 1.0)
