@@ -1,4 +1,4 @@
-"""One figure style for the book, and the theory-over-simulation overlay.
+"""One figure style for the book.
 
 Convention used by every figure: simulations are thin lines or markers, theory is a
 solid line in the same colour; a dashed line is the second theory (the paper's
@@ -47,19 +47,3 @@ def mode_colors(d: int) -> list[str]:
         return _OKABE_ITO[:d]
     cmap = mpl.colormaps["viridis"]
     return [mpl.colors.to_hex(cmap(x)) for x in np.linspace(0.0, 0.9, d)]
-
-
-def overlay(ax, t_sim, y_sim, t_theory, y_theory, *, color, label=None,
-            theory_style="-", sim_label="simulation", theory_label="theory"):
-    """Draw a simulation (thin, translucent) and its theory (solid) on ``ax``.
-
-    ``y_sim`` and ``y_theory`` are 1-D arrays; a non-finite value raises, so a figure
-    never silently shows NaN.
-    """
-    for name, arr in (("y_sim", y_sim), ("y_theory", y_theory)):
-        if not np.all(np.isfinite(np.asarray(arr, dtype=float))):
-            raise ValueError(f"{name} contains non-finite values; refusing to plot them")
-    ax.plot(t_sim, y_sim, color=color, lw=1.0, alpha=0.55,
-            label=None if label is None else f"{label} ({sim_label})")
-    ax.plot(t_theory, y_theory, theory_style, color=color, lw=1.8,
-            label=None if label is None else f"{label} ({theory_label})")
