@@ -123,3 +123,13 @@ def test_scale_switch(monkeypatch):
     monkeypatch.setenv("ICLLIB_SCALE", "huge")
     with pytest.raises(ValueError, match="ICLLIB_SCALE"):
         current_scale()
+
+
+def test_mode_colors_are_distinct_and_validated():
+    from icllib.plotting import mode_colors
+
+    for d in (1, 4, 8, 20):
+        colours = mode_colors(d)
+        assert len(colours) == d == len(set(colours))
+    with pytest.raises(ValueError, match="d must be"):
+        mode_colors(0)
