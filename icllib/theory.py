@@ -30,6 +30,8 @@ import numbers
 import numpy as np
 from scipy.optimize import brentq
 
+from .data import _check_s
+
 __all__ = [
     "s_inf",
     "tau",
@@ -84,19 +86,8 @@ def _check_positive_scalar(x, name):
     return x
 
 
-def _check_spectrum(s, name="s"):
-    """Return the spectrum as a 1-D float array of positive finite values."""
-    try:
-        arr = np.asarray(s, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a 1-D array of positive finite eigenvalues, "
-                         f"got {s!r}") from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array of the d eigenvalues of "
-                         f"Sigma_x, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must hold positive finite eigenvalues, got {arr}")
-    return arr
+# One spectrum check for the whole library (the same validation as DataConfig's ``s``).
+_check_spectrum = _check_s
 
 
 def _check_positive_array(s, name="s"):
