@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run every test: set-up (venv, Debian chromium), the icllib unit tests, nbval over every
-# chapter, a fresh build of the book, and the browser tests over the built pages.
+# Run every test: set-up (venv, Debian chromium), the icllib unit tests and nbval over every
+# chapter under OTHER numeric kernels (scripts/other-cpu), a fresh build of the book under this
+# machine's own kernels, then the browser tests (built pages; chapters in JupyterLab).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,12 +14,13 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 export ICLLIB_FIGURES=static   # exercise every frame of every interactive figure
 t0=$(date +%s)
-.venv/bin/python -m pytest tests -m "not browser" -q -p no:cacheprovider
+scripts/other-cpu .venv/bin/python -m pytest tests -m "not browser" -q -p no:cacheprovider
 t1=$(date +%s)
-.venv/bin/python -m pytest book --nbval-lax --nbval-current-env -q -p no:cacheprovider
+scripts/other-cpu .venv/bin/python -m pytest book --nbval-lax --nbval-current-env -q -p no:cacheprovider
 t2=$(date +%s)
 bash scripts/build.sh
 t3=$(date +%s)
 .venv/bin/python -m pytest tests -m browser -q -p no:cacheprovider
 t4=$(date +%s)
-echo "[test] unit $((t1-t0)) s, nbval $((t2-t1)) s, build $((t3-t2)) s, browser $((t4-t3)) s"
+echo "[test] unit (other kernels) $((t1-t0)) s, nbval (other kernels) $((t2-t1)) s," \
+     "build $((t3-t2)) s, browser + JupyterLab $((t4-t3)) s"
