@@ -18,7 +18,8 @@ Two renderings, chosen by the ``ICLLIB_FIGURES`` environment variable:
 ``static`` (set by the book build and by the tests)
     every combination of control values is drawn once, as a palette-compressed PNG, and
     the page switches between the frames with a few lines of inline JavaScript: the
-    reader moves a real control and sees the figure change, with no kernel.
+    reader moves a real control and sees the figure change, with no kernel.  Each distinct
+    picture is stored once in the page (the initial one only as the ``<img>``'s source).
 
 Either way each drawn frame is checked: a figure with a non-finite data value raises
 instead of silently showing a gap.
@@ -187,6 +188,7 @@ _SCRIPT = """
   var root = document.getElementById("%(id)s");
   var spec = JSON.parse(root.querySelector("script.icl-frames").textContent);
   var img = root.querySelector("img.icl-frame");
+  var first = img.getAttribute("src");
   var inputs = root.querySelectorAll("[data-control]");
   function update() {
     var flat = 0;
@@ -196,7 +198,8 @@ _SCRIPT = """
       var out = root.querySelector("output[data-for='" + el.dataset.control + "']");
       if (out) { out.textContent = spec.labels[k][i]; }
     });
-    img.src = "data:image/png;base64," + spec.frames[flat];
+    var b64 = spec.frames[spec.index[flat]];
+    img.src = b64 === null ? first : "data:image/png;base64," + b64;
     img.dataset.frame = String(flat);
   }
   inputs.forEach(function (el) { el.addEventListener("input", update); el.addEventListener("change", update); });
@@ -210,18 +213,27 @@ def static_html(frames: list[bytes], controls: Mapping[str, Control], alt: str =
     names = list(controls)
     b64 = [base64.b64encode(f).decode("ascii") for f in frames]
     fig_id = "icl-fig-" + hashlib.sha1("".join(b64).encode()).hexdigest()[:12]
+    start = 0
+    for n in names:
+        start = start * len(controls[n].values) + controls[n].index
+    # Each distinct picture is stored once: ``index`` maps a combination (row-major) to its
+    # picture in ``frames``.  The picture the <img> shows at first is already in the page (its
+    # src), so its slot in ``frames`` is null and the script reuses the <img>'s own src.
+    distinct, index = {}, []
+    for f in b64:
+        index.append(distinct.setdefault(f, len(distinct)))
+    stored = [None if f == b64[start] else f for f in distinct]
     spec = {"sizes": [len(controls[n].values) for n in names],
             "labels": [list(controls[n].labels) for n in names],
-            "frames": b64}
+            "index": index,
+            "frames": stored}
     parts = [f'<div class="icl-interactive" id="{fig_id}" '
              'style="border:1px solid #ddd;border-radius:6px;padding:6px;margin:0.5em 0">',
              '<div class="icl-controls" style="display:flex;flex-wrap:wrap;gap:1.2em;'
              'font-size:0.9em;align-items:center">']
-    start = 0
-    for k, n in enumerate(names):
+    for n in names:
         c = controls[n]
         caption = html.escape(c.label or n)
-        start = start * len(c.values) + c.index
         if c.kind == "slider":
             parts.append(
                 f'<label>{caption} <input type="range" data-control="{html.escape(n)}" '

@@ -1,12 +1,19 @@
 """Browser tests over the built book, in Debian's chromium driven by Playwright.
 
 Run after the build (``scripts/build.sh``): ``pytest tests -m browser``.  Each page must load
-with no console error and no request to another host, show typeset math, load every image,
-and every static interactive figure must change its picture when its control moves.
+with no console error, no request to another host and no failed request (a 404 included: e.g.
+a MathJax file the build pruned but a page asks for), show typeset math, load every image,
+and every static interactive figure must change its picture when its control moves.  MathJax
+must also typeset, offline, formulas that need every TeX extension it can autoload or \require.
+The built site itself (no browser needed) must stay under ``MAX_SITE_BYTES`` and hold no
+image twice.
 """
 
+import base64
 import functools
+import hashlib
 import http.server
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -22,6 +29,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # Pages Sphinx generates that carry no book content.
 SKIP = {"genindex.html", "search.html"}
+# The whole built site, in bytes (it was 45 MB when it shipped all of MathJax and every figure
+# twice; see book/_ext/book_site.py).
+MAX_SITE_BYTES = 20 * 1000 * 1000
+MATHJAX = "/_static/mathjax/"
 
 
 def book_pages():
@@ -57,24 +68,59 @@ def browser():
         b.close()
 
 
-def open_page(browser, server, page_path):
-    context = browser.new_context(viewport={"width": 1280, "height": 1600})
-    page = context.new_page()
-    errors, foreign, failed = [], [], []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+class Visit:
+    """What one page did in the browser."""
+
+    def __init__(self):
+        self.errors, self.foreign, self.failed, self.mathjax = [], [], [], []
+
+
+def watch(page, server):
+    """Record console errors, requests to other hosts, failed requests and MathJax requests."""
+    visit = Visit()
     host = urlparse(server).netloc
+    page.on("console", lambda m: visit.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: visit.errors.append(str(e)))
 
     def on_request(req):
         u = urlparse(req.url)
         if u.scheme in ("http", "https", "ws", "wss") and u.netloc != host:
-            foreign.append(req.url)
+            visit.foreign.append(req.url)
+        if MATHJAX in u.path:
+            visit.mathjax.append(u.path)
 
     page.on("request", on_request)
-    page.on("requestfailed", lambda r: failed.append(r.url))
-    page.goto(f"{server}/{page_path}", wait_until="load")
+    page.on("requestfailed", lambda r: visit.failed.append(f"{r.url} ({r.failure})"))
+    # An HTTP error is a response, not a failed request: a 404 must fail the page as well.
+    page.on("response", lambda r: visit.failed.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None)
+    return visit
+
+
+def settle(page):
+    """Wait until MathJax (if the page has it) has typeset, and its lazy loads (fonts, TeX
+    extensions) are done."""
+    from playwright.sync_api import Error as PlaywrightError
+
     page.wait_for_load_state("networkidle")
-    return context, page, errors, foreign, failed
+    for _ in range(3):
+        try:
+            page.evaluate("""() => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+                                   ? MathJax.startup.promise.then(() => true) : true""")
+            break
+        except PlaywrightError as e:  # a redirect page (the site root) navigated meanwhile
+            if "destroyed" not in str(e):
+                raise
+            page.wait_for_load_state("load")
+    page.wait_for_load_state("networkidle")
+
+
+def open_page(browser, server, page_path):
+    context = browser.new_context(viewport={"width": 1280, "height": 1600})
+    page = context.new_page()
+    visit = watch(page, server)
+    page.goto(f"{server}/{page_path}", wait_until="load")
+    settle(page)
+    return context, page, visit
 
 
 def test_there_are_pages():
@@ -84,11 +130,13 @@ def test_there_are_pages():
 
 @pytest.mark.parametrize("page_path", book_pages() or ["index.html"])
 def test_page_loads_offline_with_math_and_images(browser, server, page_path):
-    context, page, errors, foreign, failed = open_page(browser, server, page_path)
+    context, page, visit = open_page(browser, server, page_path)
     try:
-        assert foreign == [], f"requests to other hosts: {foreign}"
-        assert errors == [], f"console errors: {errors}"
-        assert failed == [], f"failed requests: {failed}"
+        assert visit.foreign == [], f"requests to other hosts: {visit.foreign}"
+        mathjax_failed = [u for u in visit.failed if MATHJAX in u]
+        assert mathjax_failed == [], f"MathJax files the site lacks: {mathjax_failed}"
+        assert visit.failed == [], f"failed requests: {visit.failed}"
+        assert visit.errors == [], f"console errors: {visit.errors}"
         # Math: MathJax has typeset every formula; no raw TeX delimiters remain in the text.
         has_math = page.evaluate("document.querySelectorAll('.math, span.math, div.math').length")
         if has_math:
@@ -96,6 +144,7 @@ def test_page_loads_offline_with_math_and_images(browser, server, page_path):
             raw = page.evaluate("""() => Array.from(document.querySelectorAll('.math'))
                                    .filter(e => !e.querySelector('mjx-container')).length""")
             assert raw == 0, f"{raw} formulas were not typeset"
+            assert page.evaluate("document.querySelectorAll('mjx-merror').length") == 0, "MathJax error"
         body = page.inner_text("article") if page.query_selector("article") else page.inner_text("body")
         for delimiter in ("\\(", "\\)", "$$", "\\begin{"):
             assert delimiter not in body, f"raw TeX {delimiter!r} left in the text"
@@ -111,7 +160,7 @@ def test_static_interactive_figures_respond(browser, server):
     assert pages, "no page has an interactive figure"
     checked = 0
     for page_path in pages:
-        context, page, errors, _, _ = open_page(browser, server, page_path)
+        context, page, visit = open_page(browser, server, page_path)
         try:
             for fig in page.query_selector_all(".icl-interactive"):
                 img = fig.query_selector("img.icl-frame")
@@ -130,7 +179,115 @@ def test_static_interactive_figures_respond(browser, server):
                     assert img.get_attribute("data-frame") != before_frame, page_path
                     assert img.get_attribute("src") != before_src, f"{page_path}: image did not change"
                     checked += 1
-            assert errors == [], errors
+            assert visit.failed == [], visit.failed
+            assert visit.errors == [], visit.errors
         finally:
             context.close()
     assert checked >= 1
+
+
+# Formulas that make MathJax fetch every TeX extension it can load by itself (autoload on a
+# command's first use, or \require), plus AMS constructs the chapters use.  The build keeps
+# these files (book/_ext/book_site.py); typesetting them offline proves it (a pruned one is a
+# 404 and fails the test).
+PROBE_TEX = [
+    # autoloaded on first use
+    r"\boldsymbol{\alpha} \cancel{x} \bbox[yellow]{x} \ce{H2O} \textcolor{blue}{x} \braket{a|b}",
+    r"\class{c}{x} \unicode{x263A} \enclose{circle}{x} \xtwoheadrightarrow{f} \toggle{a}{b}\endtoggle \verb|v|",
+    r"\begin{CD} A @>f>> B \end{CD}",
+    r"\begin{prooftree} \AxiomC{A} \UnaryInfC{B} \end{prooftree}",
+    # loaded by \require
+    r"\require{mathtools} a \coloneqq b \require{centernot} \centernot\implies "
+    r"\require{gensymb} \degree \require{upgreek} \upalpha",
+    r"\require{cases} \begin{numcases}{f(x)=} 1 & x > 0 \\ 0 & x \le 0 \end{numcases}",
+    r"\require{empheq} \begin{empheq}{align} a &= b \end{empheq}",
+    r"\require{physics} \dv{f}{x} \require{textmacros} \text{\textit{t}}",
+    r"\require{textcomp} \textdegree \require{colortbl} x",  # tagformat, configmacros: config only
+    # built into the component: what the chapters use most
+    r"\begin{aligned} x &= \operatorname{tr}(\Sigma) \end{aligned} \tag{1} \lesssim \mathbb{R} "
+    r"\underbrace{a+b}_{c} \tfrac{1}{2} \pmod{n} \lVert x \rVert",
+]
+
+
+def mathjax_component():
+    """The MathJax script the built pages load, relative to _static (e.g. mathjax/tex-chtml.js)."""
+    page = SITE / "book" / "intro.html"
+    m = re.search(r'<script[^>]*src="(?:\.\./)*_static/(mathjax/[^"?]+)', page.read_text(encoding="utf-8"))
+    assert m, f"{page} loads no local MathJax"
+    return m.group(1)
+
+
+def test_mathjax_typesets_every_autoloadable_extension_offline(browser, server):
+    formulas = "".join(f'<p class="probe">\\[{html_escape(t)}\\]</p>' for t in PROBE_TEX)
+    body = (f'<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">'
+            f'<script defer src="{mathjax_component()}"></script></head><body>{formulas}</body></html>')
+    context = browser.new_context()
+    page = context.new_page()
+    visit = watch(page, server)
+    url = f"{server}/_static/mathjax-probe.html"  # served by the test, next to the site's MathJax
+    page.route(url, lambda route: route.fulfill(status=200, content_type="text/html", body=body))
+    try:
+        page.goto(url, wait_until="load")
+        settle(page)
+        assert visit.foreign == [], visit.foreign
+        assert visit.failed == [], f"MathJax files the site lacks: {visit.failed}"
+        assert visit.errors == [], visit.errors
+        assert any("/input/tex/extensions/" in u for u in visit.mathjax), visit.mathjax
+        mml = page.evaluate("() => Array.from(MathJax.startup.document.math)"
+                            ".map(m => MathJax.startup.toMML(m.root))")
+        assert len(mml) == len(PROBE_TEX), mml
+        for tex, m in zip(PROBE_TEX, mml):
+            # An unknown command is drawn in red (noundefined); an error is an <merror>.
+            assert "merror" not in m and 'mathcolor="red"' not in m, f"{tex}\n{m}"
+    finally:
+        context.close()
+
+
+def html_escape(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# The two checks below need the built site but no browser.
+
+def test_site_is_light():
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built book at {SITE}; run scripts/build.sh first")
+    sizes = {}
+    for f in SITE.rglob("*"):
+        if f.is_file():
+            top = f.relative_to(SITE).parts
+            key = "/".join(top[:2]) if len(top) > 2 else top[0]
+            sizes[key] = sizes.get(key, 0) + f.stat().st_size
+    total = sum(sizes.values())
+    biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:8]
+    assert total <= MAX_SITE_BYTES, (f"site is {total / 1e6:.1f} MB > {MAX_SITE_BYTES / 1e6:.0f} MB; "
+                                     f"biggest: {[(k, round(v / 1e6, 2)) for k, v in biggest]}")
+
+
+# A PNG, JPEG, GIF or WebP payload inline (data: URI, JSON string, notebook output).
+INLINE_IMAGE = re.compile(r'(?:base64,|")((?:iVBORw0KGgo|/9j/|R0lGOD|UklGR)[A-Za-z0-9+/=]{60,}(?:\\n[A-Za-z0-9+/=]*)*)')
+IMAGE_FILES = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
+
+
+def test_no_image_is_stored_twice():
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built book at {SITE}; run scripts/build.sh first")
+    where = {}
+    for f in sorted(SITE.rglob("*")):
+        if not f.is_file():
+            continue
+        rel = str(f.relative_to(SITE))
+        payloads = []
+        if f.suffix.lower() in IMAGE_FILES:
+            payloads = [f.read_bytes()]
+        elif f.suffix in (".html", ".ipynb", ".js", ".json"):
+            for m in INLINE_IMAGE.finditer(f.read_text(encoding="utf-8", errors="replace")):
+                try:
+                    payloads.append(base64.b64decode(m.group(1).replace("\\n", ""), validate=True))
+                except ValueError:  # not base64 after all
+                    pass
+        for data in payloads:
+            where.setdefault(hashlib.sha1(data).hexdigest(), []).append(rel)
+    twice = [places for places in where.values() if len(places) > 1]
+    assert len(where) > 10, "found almost no images: is the pattern still right?"
+    assert twice == [], f"{len(twice)} images stored more than once, e.g. {twice[:5]}"

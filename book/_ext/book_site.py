@@ -6,9 +6,119 @@
 * sphinx-thebe registers its configuration script once per read phase, so a full build
   declares ``THEBE_JS_URL`` twice and the browser logs an error on every page; scripts are
   de-duplicated here.
+* The site is kept light (see :func:`_prune_mathjax` and :func:`_slim_notebook_downloads`):
+  only the MathJax files pages can load are shipped, and no figure is stored twice.
 """
 
+import json
 import os
+from pathlib import Path
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+# --- MathJax: ship only what pages can load --------------------------------------------------
+# sphinx-mathjax-offline copies the whole MathJax 3 distribution (~24 MB: every component, the
+# SVG output, the speech-rule engine, the a11y tools ...) into _static/mathjax at build-finished,
+# and points ``mathjax_path`` at one component.  A page loads that component and, lazily, only
+# files of the two kinds below, so everything else is deleted once the copy is done.
+# Recorded in Chromium over every page (wait for MathJax.startup.promise): the component plus
+# 9 of the woff-v2 fonts; no TeX extension today.  The allow-list is wider on purpose, so that
+# a new formula cannot break a page offline:
+#   * the component itself (``mathjax_path``, tex-chtml.js: TeX input with base, ams,
+#     newcommand, noundefined, require, autoload built in; CommonHTML output; the menu);
+#   * every CommonHTML web font (output/chtml/fonts/woff-v2, ~390 kB).  The browser fetches a
+#     font when a formula first uses its variant (bold, calligraphic, fraktur, big delimiters
+#     ...), which depends on the formula, so all are kept;
+#   * every TeX extension (input/tex/extensions, ~330 kB).  The component's autoload fetches
+#     one the first time a page uses one of its commands (\boldsymbol, \cancel, \bbox, \ce,
+#     \color, \href, \braket, \verb, \unicode, \enclose, {CD}, {prooftree} ...), and
+#     \require{...} fetches any of them (mathtools, physics, cases ...); keeping all of them is
+#     cheap and means no chapter can hit a 404 for a command.  all-packages.js (215 kB) is the
+#     exception: only the tex-full components load it, never autoload or \require.
+# Not shipped: the MathJax menu's opt-in accessibility tools (Explorer, speech, semantic
+# enrichment: a11y/, sre/, ~4 MB), which load only if a reader switches them on in the menu.
+MATHJAX_DIR = "mathjax"  # under _static, where sphinx-mathjax-offline puts it
+MATHJAX_KEEP = ("output/chtml/fonts/woff-v2/*.woff", "input/tex/extensions/*.js")
+MATHJAX_DROP = ("input/tex/extensions/all-packages.js",)
+
+
+def _mathjax_component(app):
+    """The component file (relative to _static/mathjax) that pages load, or None."""
+    path = str(app.config.mathjax_path or "")
+    prefix = MATHJAX_DIR + "/"
+    if "://" in path or path.startswith("//") or not path.startswith(prefix):
+        return None
+    return path[len(prefix):]
+
+
+def _prune_mathjax(app, exc):
+    if exc is not None or app.builder.format != "html":
+        return
+    root = Path(app.outdir) / "_static" / MATHJAX_DIR
+    if not root.is_dir():
+        return
+    component = _mathjax_component(app)
+    if component is None or not (root / component).is_file():
+        logger.warning("book_site: mathjax_path %r is not a file of the offline MathJax copy; "
+                       "not pruning %s", app.config.mathjax_path, root)
+        return
+    keep = {root / component}
+    for pattern in MATHJAX_KEEP:
+        keep.update(root.glob(pattern))
+    keep.difference_update(root / p for p in MATHJAX_DROP)
+    removed = 0
+    for path in sorted(root.rglob("*"), reverse=True):  # children before their directories
+        if path.is_dir():
+            if not any(path.iterdir()):
+                path.rmdir()
+        elif path not in keep:
+            removed += path.stat().st_size
+            path.unlink()
+    logger.info("book_site: pruned %.1f MB of MathJax files no page loads", removed / 1e6)
+
+
+# --- Notebook downloads: no second copy of the figures ----------------------------------------
+# The ".ipynb" download button (sphinx-book-theme) serves the executed notebook, which
+# sphinx-book-theme copies into _sources/ while writing each page.  Its figure outputs are the
+# same bytes as the page's figures (matplotlib PNGs in _images/, every frame of each static
+# interactive figure inline in the page), so the site would store every figure twice (~5 MB).
+# The download is for running the chapter in Jupyter, where running a cell redraws its figure
+# (and an interactive figure becomes live ipywidgets; the static one would not even run there,
+# its script is stripped from an untrusted notebook).  So the downloaded copy keeps the code,
+# the text and every text output, and each figure output becomes a one-line note.
+IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml")
+FIGURE_NOTE = ("[figure not stored in this download: run the cell to draw it, "
+               "or see it in the web version of the chapter]")
+
+
+def _is_figure_output(data):
+    html = data.get("text/html", "")
+    html = "".join(html) if isinstance(html, list) else html
+    return any(m in data for m in IMAGE_MIMES) or "icl-interactive" in html or "data:image/" in html
+
+
+def _slim_notebook(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    changed = False
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if out.get("output_type") in ("display_data", "execute_result") and data and _is_figure_output(data):
+                out["data"] = {"text/plain": FIGURE_NOTE}
+                out["metadata"] = {}
+                changed = True
+    if changed:
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _slim_notebook_downloads(app, exc):
+    if exc is not None or app.builder.format != "html":
+        return
+    sources = Path(app.outdir) / "_sources"
+    for path in sorted(sources.rglob("*.ipynb")) if sources.is_dir() else []:
+        _slim_notebook(path)
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -29,4 +139,8 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
 def setup(app):
     os.environ.setdefault("ICLLIB_FIGURES", "static")
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    # After sphinx-mathjax-offline's own build-finished handler (default priority 500), which
+    # copies the MathJax distribution: listeners run in increasing priority.
+    app.connect("build-finished", _prune_mathjax, priority=900)
+    app.connect("build-finished", _slim_notebook_downloads, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
