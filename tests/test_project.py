@@ -8,32 +8,55 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
+PYTORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+
+
 def requirement_pins():
     pins = {}
     for line in (ROOT / "requirements.txt").read_text().splitlines():
         line = line.split("#")[0].strip()
-        if line:
+        if line and not line.startswith("--"):
             name, version = line.split("==")
             pins[name.lower()] = version
     return pins
 
 
-def test_binder_environment_uses_the_same_pins():
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    pins = requirement_pins()
-    found = {}
-    for dep in env["dependencies"]:
-        items = dep["pip"] if isinstance(dep, dict) else [dep]
-        for item in items:
-            m = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*={1,2}\s*([0-9][^\s=]*)", item.strip())
-            if m and m.group(1).lower() != "python":
-                found[m.group(1).lower()] = m.group(2)
-    assert found, "environment.yml pins nothing"
-    for name, version in found.items():
-        assert name in pins, f"environment.yml pins {name}, which requirements.txt does not"
-        assert pins[name] == version, f"{name}: environment.yml {version} != requirements.txt {pins[name]}"
-    for needed in ("numpy", "scipy", "matplotlib", "ipywidgets", "jupytext", "torch"):
-        assert needed in found, f"Binder environment lacks {needed}"
+def test_requirements_pin_every_package_exactly():
+    lines = [ln.split("#")[0].strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()]
+    for line in filter(None, lines):
+        assert line == PYTORCH_CPU_INDEX or re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][^\s=]*", line), line
+    # torch from PyTorch's CPU index: PyPI's default Linux wheel is the multi-GB CUDA build.
+    assert PYTORCH_CPU_INDEX in lines
+    for needed in ("numpy", "scipy", "matplotlib", "ipywidgets", "jupytext", "torch",
+                   "jupyterlab", "jupyterlab-myst", "ipykernel", "jupyter-book", "nbval"):
+        assert needed in requirement_pins(), f"requirements.txt does not pin {needed}"
+
+
+def test_binder_reads_requirements_txt_and_postbuild():
+    # repo2docker prefers environment.yml, and a binder/ or .binder/ folder, over the root
+    # requirements.txt; with none of them Binder installs exactly the pins the tests use.
+    for shadow in ("environment.yml", "binder", ".binder", "Pipfile", "setup.py"):
+        assert not (ROOT / shadow).exists(), f"{shadow} would change what Binder installs"
+    assert (ROOT / "runtime.txt").read_text().strip() == "python-3.11"
+    post = (ROOT / "postBuild").read_text()
+    assert "--no-deps -e ." in post and "scripts/jupyterlab_settings.py" in post
+    # The local environment is set up by the same two files.
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert "-r \"$requirements\"" in setup and "bash postBuild" in setup
+
+
+def test_jupyterlab_opens_only_markdown_chapters_as_notebooks(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    script = ROOT / "scripts" / "jupyterlab_settings.py"
+    code = (f"import sys; sys.prefix = {str(tmp_path)!r}; "
+            f"exec(compile(open({str(script)!r}).read(), 'settings', 'exec'))")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    written = json.loads((tmp_path / "share/jupyter/lab/settings/overrides.json").read_text())
+    viewers = written["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
+    assert viewers == {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
 
 
 def test_every_chapter_is_in_the_table_of_contents():
@@ -58,3 +81,58 @@ def test_no_committed_notebooks():
     tracked = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True,
                              text=True, check=True).stdout.split()
     assert tracked == [], f"chapters are MyST text notebooks; committed .ipynb: {tracked}"
+
+
+def run_workflow_linter(*files):
+    import subprocess
+
+    return subprocess.run(["bash", "scripts/lint_workflows.sh", *map(str, files)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_workflows_pass_actionlint():
+    result = run_workflow_linter()
+    assert result.returncode == 0, f"actionlint:\n{result.stdout}{result.stderr}"
+
+
+def test_workflow_linter_fails_on_a_broken_workflow(tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text("on: push\njobs:\n  build:\n    runs_on: ubuntu-latest\n"
+                      "    steps:\n      - run: echo ${{ nosuch.value }}\n")
+    result = run_workflow_linter(broken)
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert f'{broken}:4:5: unexpected key "runs_on"' in result.stdout, result.stdout
+    assert 'undefined variable "nosuch"' in result.stdout, result.stdout
+
+
+def test_no_file_cites_documents_outside_the_repository():
+    """Readers have only the repository: no page, docstring or test may point at the team's
+    private working documents.  The patterns are assembled so this file does not match them."""
+    import subprocess
+
+    patterns = [w + sep + "notes" for w in ("science",) for sep in (" ", "-")]
+    patterns += [w + sep + "summary" for w in ("seed",) for sep in (" ", "-")]
+    tracked = subprocess.run(["git", "ls-files", "book", "icllib", "tests", "scripts", "bench",
+                              "README.md", "_config.yml", "conftest.py"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert len(tracked) > 50, tracked
+    hits = []
+    for name in tracked:
+        if Path(name).suffix in {".npz", ".png", ".ico"}:
+            continue
+        for n, line in enumerate((ROOT / name).read_text(encoding="utf-8").splitlines(), 1):
+            if any(p in line.lower() for p in patterns):
+                hits.append(f"{name}:{n}: {line.strip()}")
+    assert not hits, "cites a document readers do not have:\n" + "\n".join(hits)
+
+
+def test_unit_tests_and_nbval_run_under_other_numeric_kernels():
+    # Every test run proves two numeric configurations: the unit tests and the chapters under
+    # the project's own scripts/other-cpu, the build under the machine's kernels.
+    test_sh = (ROOT / "scripts" / "test.sh").read_text()
+    assert "scripts/other-cpu .venv/bin/python -m pytest tests -m \"not browser\"" in test_sh
+    assert "scripts/other-cpu .venv/bin/python -m pytest book --nbval-lax" in test_sh
+    other = (ROOT / "scripts" / "other-cpu").read_text()
+    for var in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES", "ATEN_CPU_CAPABILITY",
+                "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA"):
+        assert f"export {var}=" in other, var

@@ -1,0 +1,180 @@
+"""The self-study path: a chapter opened as a notebook in JupyterLab, in headless Chromium.
+
+Runs against the project's own environment (``.venv``, made by ``scripts/setup.sh`` from
+``requirements.txt`` and ``postBuild``, exactly what Binder installs). JupyterLab is started on
+127.0.0.1 with a token set here and settings, runtime and workspace folders of its own (so
+nothing in the home directory is read or written), with live figures (``ICLLIB_FIGURES``
+unset). Each chapter must open as a notebook (jupytext), render its ``prf:`` boxes
+(jupyterlab-myst), run every cell without an error output, and redraw its interactive figure
+when a control moves. The server is stopped after the module, also when a test fails.
+
+Marker ``browser``: ``pytest tests -m browser`` (the last stage of ``scripts/test.sh``).
+"""
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from test_browser import CHROMIUM, CHROMIUM_ARGS
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+JUPYTER = Path(sys.executable).parent / "jupyter"
+SHOTS = ROOT / "_build" / "screenshots"
+CHAPTERS = ["01-setup.md"]
+START_TIMEOUT_S = 90
+RUN_TIMEOUT_S = 300        # a chapter runs in well under a minute at quick scale
+REDRAW_TIMEOUT_S = 60
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    home = tmp_path_factory.mktemp("jupyterlab")
+    settings = home / "settings" / "@jupyterlab" / "docmanager-extension"
+    settings.mkdir(parents=True)
+    # The test only reads the chapters: no autosave may rewrite them while cells run.
+    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    env = {k: v for k, v in os.environ.items() if k != "ICLLIB_FIGURES"}   # live widgets
+    env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    token, port = secrets.token_hex(16), _free_port()
+    cmd = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={ROOT}",
+           "--LabApp.expose_app_in_browser=True"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(home / "server.log", "w")
+    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"JupyterLab exited: {(home / 'server.log').read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not answer in {START_TIMEOUT_S} s")
+                time.sleep(0.5)
+        yield url, token
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(5)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+# JavaScript run in the page: JupyterLab's application object is exposed by
+# --LabApp.expose_app_in_browser.
+KERNEL_IDLE = """() => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!k && k.status === 'idle';
+}"""
+# Running or queued cells show [*]; "run all" stops at the first error and leaves the rest empty.
+NOTHING_RUNNING = """() => {
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  // Off-screen cells may have no DOM (windowed notebook): ask the model too.
+  return !nb.widgets.some(c => c.model.type === 'code' && (c.model.executionState === 'running'
+                               || (c.promptNode && c.promptNode.textContent.includes('*'))));
+}"""
+NOT_RUN = """() => {
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  return nb.widgets.map((c, i) => [c, i])
+           .filter(([c, i]) => c.model.type === 'code' && c.model.executionCount === null)
+           .map(([c, i]) => i);
+}"""
+ERROR_OUTPUTS = """() => {
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  const errors = [];
+  nb.widgets.forEach((c, i) => {
+    if (c.model.type !== 'code') return;
+    for (const o of c.model.outputs.toJSON())
+      if (o.output_type === 'error') errors.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+  });
+  return errors;
+}"""
+
+
+def _figure_src(cell):
+    img = cell.locator(".jp-OutputArea-output img").first
+    return img.get_attribute("src") if img.count() else None
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
+    url, token = lab
+    source = (ROOT / "book" / chapter).read_bytes()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        # ?reset: a fresh workspace, so the chapter of a previous test is not the open tab
+        page.goto(f"{url}/lab/tree/book/{chapter}?reset&token={token}")
+        # jupytext's notebook view, not the text editor, with a running kernel
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=START_TIMEOUT_S * 1000)
+        page.wait_for_function(KERNEL_IDLE, timeout=START_TIMEOUT_S * 1000)
+        title = page.locator("aside.myst-proof .myst-proof-title").first
+        title.wait_for(timeout=30_000)
+        assert title.inner_text().split()[0] in {"Definition", "Proposition", "Theorem", "Lemma"}
+
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_timeout(1000)
+        page.wait_for_function(NOTHING_RUNNING, timeout=RUN_TIMEOUT_S * 1000, polling=1000)
+        page.wait_for_function(KERNEL_IDLE, timeout=RUN_TIMEOUT_S * 1000)
+        assert page.evaluate(ERROR_OUTPUTS) == []
+        assert page.evaluate(NOT_RUN) == [], "cells left unexecuted"
+
+        # The first interactive figure: move its first control, the picture must change.
+        cell = page.locator(".jp-CodeCell").filter(
+            has=page.locator(".widget-slider, .widget-dropdown")).first
+        cell.scroll_into_view_if_needed()
+        before = _figure_src(cell)
+        assert before, "the interactive figure shows no image"
+        slider = cell.locator(".widget-slider .noUi-handle")
+        if slider.count():
+            slider.first.focus()
+            page.keyboard.press("ArrowRight")
+        else:
+            select = cell.locator(".widget-dropdown select").first
+            options = select.locator("option").all_inner_texts()
+            select.select_option(label=next(o for o in options if o != select.input_value()))
+        deadline = time.monotonic() + REDRAW_TIMEOUT_S
+        while _figure_src(cell) in (before, None):
+            assert time.monotonic() < deadline, "moving the control did not redraw the figure"
+            page.wait_for_timeout(250)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"jupyterlab-{Path(chapter).stem}.png"))
+    finally:
+        context.close()
+    assert (ROOT / "book" / chapter).read_bytes() == source, "opening the chapter changed its file"
