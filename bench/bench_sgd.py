@@ -7,8 +7,8 @@ Both sides do the same training: online SGD on the full linear transformer
 ``lambda ~ N(0, 1)``, per prompt, inputs ``x ~ N(0, diag(s))``, the batch-mean loss
 ``1/2 ||W x_q - y_hat||^2`` and step size ``eta``.
 
-* icllib: :func:`icllib.train.train_sgd` with the exact Wishart sampler (science notes
-  sec. 11) and analytic gradients, numpy only.
+* icllib: :func:`icllib.train.train_sgd` with the exact Wishart sampler
+  (:func:`icllib.data.sample_statistics`) and analytic gradients, numpy only.
 * PyTorch: draws the ``N`` tokens of every prompt with ``torch.randn``, builds ``Z``, computes
   the prediction with full ``2d x 2d`` matrices and gets the gradients from
   ``loss.backward()``; ``torch.set_num_threads(os.cpu_count())``.  Two contraction orders:

@@ -1,4 +1,4 @@
-"""Data model of the linear-transformer ICL problem (science notes sec. 1 and sec. 11).
+"""Data model of the linear-transformer ICL problem (book chapter 1, 'The data model').
 
 Inputs ``x ~ N(0, Sigma_x)`` with ``Sigma_x = U diag(s) U^T``; tasks
 ``W^mu = U diag(lambda^mu) U^T`` with ``lambda^mu_alpha ~ N(0, 1)`` i.i.d. (symmetric tasks
@@ -11,8 +11,8 @@ Two exact samplers:
 
 * :func:`sample_prompts` draws the ``N`` tokens (``O(B N d)`` random numbers);
 * :func:`sample_statistics` draws only the sufficient statistic: the context Gram matrix
-  ``N Sigma_hat ~ Wishart_d(N, Sigma_x)`` by the Bartlett decomposition (science notes
-  sec. 11), ``O(B d^2)`` random numbers whatever ``N`` is.
+  ``N Sigma_hat ~ Wishart_d(N, Sigma_x)`` by the Bartlett decomposition,
+  ``O(B d^2)`` random numbers whatever ``N`` is.
 
 Both return batches with the same interface: ``C`` holds context *rows* ``[x_i^T, y_i^T]``
 (``(B, m, 2d)``) whose Gram matrix ``C^T C`` is ``N`` times the context part of
@@ -114,7 +114,7 @@ def _check_finite_array(a, name, shape=None):
 
 
 def covariance(s, U=None):
-    """Input covariance ``Sigma_x = U diag(s) U^T`` (science notes sec. 1).
+    """Input covariance ``Sigma_x = U diag(s) U^T`` (book chapter 1, 'The data model').
 
     Parameters
     ----------
@@ -149,7 +149,7 @@ def random_rotation(d, rng):
 
 @dataclass(frozen=True, eq=False)
 class DataConfig:
-    """What a prompt looks like (science notes sec. 1).
+    """What a prompt looks like (book chapter 1, 'The data model').
 
     Parameters
     ----------
@@ -282,7 +282,7 @@ class PromptBatch:
 
 @dataclass(frozen=True, eq=False)
 class ContextStatistics:
-    """``B`` prompts represented by their sufficient statistic (science notes sec. 11).
+    """``B`` prompts represented by their sufficient statistic (:func:`sample_statistics`).
 
     The rows of ``C`` are ``m = min(N, D)`` *virtual tokens* ``[x^T, y^T]`` whose Gram matrix
     ``C^T C`` has the distribution of ``sum_{i<=N} z_i z_i^T`` for real context tokens; so
@@ -338,7 +338,7 @@ def _tasks_from_eigenvalues(lam, U):
 def sample_task_set(config, rng):
     """Draw the ``P`` training tasks ``W^mu = U diag(lambda^mu) U^T``, ``lambda ~ N(0, 1)``.
 
-    Science notes sec. 1.  Requires ``config.P`` to be set.
+    Book chapter 1, 'The data model'.  Requires ``config.P`` to be set.
 
     Returns
     -------
@@ -499,7 +499,7 @@ def _check_B(B):
 
 
 def sample_prompts(config, B, rng, tasks=None):
-    """Draw ``B`` prompts token by token (science notes sec. 1, paper eq. 4).
+    """Draw ``B`` prompts token by token (paper eq. 4; book chapter 1, 'The data model').
 
     Parameters
     ----------
@@ -522,7 +522,7 @@ def sample_prompts(config, B, rng, tasks=None):
 
 
 def sample_statistics(config, B, rng, tasks=None):
-    """Draw ``B`` prompts' sufficient statistics exactly (science notes sec. 11).
+    """Draw ``B`` prompts' sufficient statistics exactly.
 
     ``N Sigma_hat ~ Wishart_d(N, Sigma_x)`` is drawn by the Bartlett decomposition: with
     ``Sigma_x = L L^T`` (``L = U diag(sqrt(s))``) and an upper-trapezoidal ``G`` of

@@ -201,8 +201,9 @@ def check_prediction_at_convergence(candidate: Callable, *, trials: int = 20,
     """Check ``candidate(W, Sigma_hat, xq, Sigma_x, N)`` against the preconditioned estimator.
 
     Reference: :func:`icllib.theory.prediction_at_convergence`,
-    ``y_hat = W Sigma_hat [((N+1)/N) Sigma_x + (Tr Sigma_x / N) I]^{-1} x_q`` (science notes
-    sec. 6), on batches of ``1..4`` prompts with ``d`` in ``1..5``, ``N`` in ``1..39`` and a
+    ``y_hat = W Sigma_hat [((N+1)/N) Sigma_x + (Tr Sigma_x / N) I]^{-1} x_q`` (book
+    chapter 3, 'What the converged model computes'), on batches of ``1..4`` prompts with ``d``
+    in ``1..5``, ``N`` in ``1..39`` and a
     random rotated ``Sigma_x``.  Tolerance ``rtol = 1e-7``.
     """
     from .theory import prediction_at_convergence
@@ -227,8 +228,9 @@ def check_exact_mean_velocity(candidate: Callable, *, trials: int = 20,
                               seed: int = 0) -> CheckResult:
     """Check ``candidate(p, q, s, N, eta) -> (dp, dq)`` against the exact mean flow.
 
-    Reference: :func:`icllib.flows.exact_mean_velocity` (science notes sec. 5), the gradient
-    flow ``-eta grad l(p, q)`` of the exact mean loss, on random ``p, q`` (both signs),
+    Reference: :func:`icllib.flows.exact_mean_velocity` (book chapter 2, 'The exact mean
+    loss and its gradient flow'), the gradient flow ``-eta grad l(p, q)`` of the exact mean
+    loss, on random ``p, q`` (both signs),
     spectra ``s`` in ``[0.1, 3]`` with ``d`` in ``1..6``, ``N`` in ``1..59``.  Tolerance
     ``rtol = 1e-7``.
     """
@@ -249,8 +251,9 @@ def _sample_all_active_spectrum(rng):
     """A spectrum and context length for which every mode of the exact minimiser is active.
 
     Draws ``d`` in ``1..6``, ``s`` log-uniform in ``[0.1, 5]`` and ``N`` in ``1..300``, and
-    redraws until ``sqrt(s_min) (N + 1 + d) > sum_b sqrt(s_b)`` (science notes sec. 5: every
-    bracket of ``a*`` positive, so the closed form needs no water-filling).
+    redraws until ``sqrt(s_min) (N + 1 + d) > sum_b sqrt(s_b)`` (book chapter 3, 'Where
+    training really stops: the exact fixed point': every bracket of ``a*`` positive, so the
+    closed form needs no water-filling).
     """
     while True:
         d = int(rng.integers(1, 7))
@@ -264,7 +267,8 @@ def check_exact_fixed_point(candidate: Callable, *, trials: int = 20,
                             seed: int = 0) -> CheckResult:
     """Check ``candidate(s, N) -> a*`` against the minimiser of the exact mean loss.
 
-    Reference: :func:`icllib.theory.exact_fixed_point` (science notes sec. 5),
+    Reference: :func:`icllib.theory.exact_fixed_point` (book chapter 3, 'Where training
+    really stops: the exact fixed point'),
     ``a*_a = (N / ((N+1) s_a)) [1 - (sum_b sqrt(s_b)) / ((N+1+d) sqrt(s_a))]``, on random
     spectra (``d`` in ``1..6``, ``s`` in ``[0.1, 5]``) and ``N`` in ``1..300`` for which every
     mode is active.  Tolerance ``rtol = 1e-9``.
@@ -295,7 +299,8 @@ def _sample_logistic_inputs(rng):
 def check_logistic_a(candidate: Callable, *, trials: int = 20, seed: int = 0) -> CheckResult:
     """Check ``candidate(t, a0, s, N, eta) -> a`` (shape ``(len(t), len(s))``).
 
-    Reference: :func:`icllib.theory.logistic_a` (paper eq. 12, science notes sec. 7),
+    Reference: :func:`icllib.theory.logistic_a` (paper eq. 12; book chapter 4, 'The logistic
+    solution'),
     ``a(t) = a_inf a0 / (a0 + (a_inf - a0) exp(-2 t / tau))``, ``a_inf = 1/s_inf``,
     ``tau = 1/(eta s^2)`` (SGD steps), on random times up to 12 of the slowest ``tau``,
     ``a0`` log-uniform in ``[1e-8, 3]`` (so also above ``a_inf``), ``d`` in ``1..5``,
@@ -324,8 +329,9 @@ def _sample_paper_loss_inputs(rng):
 def check_paper_loss(candidate: Callable, *, trials: int = 20, seed: int = 0) -> CheckResult:
     """Check ``candidate(a, s, N) -> L`` (shape ``(T,)`` for ``a`` of shape ``(T, d)``).
 
-    Reference: :func:`icllib.theory.paper_loss`, the paper's eq. 14 as corrected in science
-    notes sec. 8, ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)``, on random
+    Reference: :func:`icllib.theory.paper_loss`, the paper's eq. 14 as corrected in the book
+    (chapter 5, 'The loss as a function of the modes'),
+    ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)``, on random
     products ``a`` (both signs, on the scale ``1/s``), ``d`` in ``1..5``, ``s`` in
     ``[0.1, 4]``, ``N`` in ``1..299``.  Tolerance ``rtol = 1e-9``.
     """

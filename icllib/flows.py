@@ -1,4 +1,4 @@
-r"""Mean-field gradient flows of the reduced linear transformer (science notes secs. 4-5).
+r"""Mean-field gradient flows of the reduced linear transformer (book chapters 2 and 3).
 
 Two ODE systems for the mode amplitudes ``p_a`` (of ``p2``) and ``q_a`` (of ``q1``), both in
 the ``"steps"`` time convention of :mod:`icllib.theory` (batch-mean loss, step ``eta``,
@@ -10,7 +10,8 @@ the ``"steps"`` time convention of :mod:`icllib.theory` (batch-mean loss, step `
     :func:`icllib.theory.paper_loss`;
 :func:`exact_mean_flow`
     the gradient flow ``d(p, q)/dt = -eta grad l`` of the exact task- and data-averaged
-    loss :func:`icllib.theory.exact_loss` (science notes sec. 5), whose modes are coupled
+    loss :func:`icllib.theory.exact_loss` (book chapter 2, 'The exact mean loss and its
+    gradient flow'), whose modes are coupled
     through ``sum_b s_b p_b^2`` and ``sum_b s_b^2 q_b^2``.
 
 Both are integrated by ``scipy.integrate.solve_ivp`` with LSODA and the analytic Jacobian
@@ -78,7 +79,7 @@ def paper_velocity(p, q, s, N, *, eta=1.0):
 
     ``dp_a/dt = eta s_a^2 q_a (1 - p_a q_a s_inf_a)``,
     ``dq_a/dt = eta s_a^2 p_a (1 - p_a q_a s_inf_a)`` (``tau_a = 1/(eta s_a^2)``, ``t`` in
-    SGD steps; science notes sec. 4).
+    SGD steps; paper eqs. 9-10).
 
     Parameters
     ----------
@@ -100,7 +101,7 @@ def paper_velocity(p, q, s, N, *, eta=1.0):
 
 
 def exact_mean_velocity(p, q, s, N, *, eta=1.0):
-    r"""Right-hand side of the exact mean flow (science notes sec. 5).
+    r"""Right-hand side of the exact mean flow (book chapter 2, equation ``ch2-exact-flow``).
 
     ``tau_a dp_a/dt = q_a - p_a [((N+1)/N) s_a q_a^2 + (1/(N s_a)) sum_b s_b^2 q_b^2]``,
     ``tau_a dq_a/dt = p_a - q_a [((N+1)/N) s_a p_a^2 + (1/N) sum_b s_b p_b^2]``,
@@ -207,8 +208,8 @@ def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
     r"""Integrate the paper's decoupled mode dynamics (eqs. 9-12).
 
     ``tau_a dp_a/dt = q_a (1 - p_a q_a s_inf_a)``, ``tau_a dq_a/dt = p_a (1 - p_a q_a
-    s_inf_a)``, ``tau_a = 1/(eta s_a^2)``, ``t`` in SGD steps (batch-mean loss; science
-    notes sec. 4).  Conserves every ``p_a^2 - q_a^2``.
+    s_inf_a)``, ``tau_a = 1/(eta s_a^2)``, ``t`` in SGD steps (batch-mean loss; paper
+    eqs. 9-10).  Conserves every ``p_a^2 - q_a^2``.
 
     Parameters
     ----------
@@ -252,7 +253,7 @@ def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
 
 
 def exact_mean_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
-    r"""Integrate the exact mean gradient flow of the reduced model (science notes sec. 5).
+    r"""Integrate the exact mean gradient flow of the reduced model (book chapter 2).
 
     ``d(p, q)/dt = -eta grad exact_loss(p, q)``, written out in
     :func:`exact_mean_velocity`; ``t`` in SGD steps.  Conserves ``sum_a p_a^2 - q_a^2``

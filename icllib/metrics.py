@@ -1,4 +1,6 @@
-r"""Matrix metrics for weight dynamics (science notes sec. 10), linear and non-linear chapters.
+r"""Matrix metrics for weight dynamics, linear and non-linear chapters (book chapter 6).
+
+The definitions are those of book chapter 6, section 'Three metrics'.
 
 Exact definitions used throughout the book.  Let ``sigma_1 >= sigma_2 >= ... >= 0`` be the
 singular values of a matrix ``M`` (shape ``(m, n)``), and call ``sigma_i`` *numerically
@@ -97,7 +99,7 @@ def _entropy_rank(sv):
 
 
 def effective_rank(M, *, rtol=None):
-    r"""Effective rank ``exp(H(sigma / sum sigma))`` (Roy & Vetterli 2007; sec. 10).
+    r"""Effective rank ``exp(H(sigma / sum sigma))`` (Roy & Vetterli 2007; book chapter 6).
 
     Parameters
     ----------
@@ -124,7 +126,7 @@ def effective_rank(M, *, rtol=None):
 
 
 def marginal_effective_rank(M, k, *, rtol=None):
-    r"""Effective rank after removing the ``k`` leading singular values (sec. 10).
+    r"""Effective rank after removing the ``k`` leading singular values (book chapter 6).
 
     ``EffRank`` of ``(sigma_{k+1}, sigma_{k+2}, ...)``, renormalised among themselves;
     ``k = 0`` gives :func:`effective_rank`.
@@ -156,7 +158,7 @@ def marginal_effective_rank(M, k, *, rtol=None):
 
 
 def subspace_distance(M_t, M_final, rank=None, *, rtol=None):
-    r"""Normalised distance from ``M_final`` to the row space of ``M_t`` (sec. 10).
+    r"""Normalised distance from ``M_final`` to the row space of ``M_t`` (book chapter 6).
 
     ``||M_final (I - pinv(M_t^(r)) M_t^(r))||_F / ||M_final||_F`` with ``M_t^(r)`` the
     truncation of ``M_t`` to its top-``rank`` singular directions (see the module

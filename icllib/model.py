@@ -1,4 +1,4 @@
-"""The single-layer linear transformer and its block form (paper eqs. 1, 6, 8; science notes sec. 2).
+"""The single-layer linear transformer and its block form (paper eqs. 1, 6, 8; book chapter 1).
 
     f(Z) = Z + W^P (Z Z^T / N) W^Q Z,          Gamma = Z Z^T / N                 (eq. 1)
 
@@ -168,7 +168,7 @@ def predict(Z, params):
 
 
 def gamma_blocks(Sigma_hat, W, xq, N):
-    """``Gamma`` from the statistics (science notes sec. 2), shape (..., 2d, 2d).
+    """``Gamma`` from the statistics (book chapter 1, 'The block form'), shape (..., 2d, 2d).
 
     ``Gamma_xx = Sigma_hat + x_q x_q^T / N``, ``Gamma_xy = Sigma_hat W^T``,
     ``Gamma_yx = W Sigma_hat``, ``Gamma_yy = W Sigma_hat W^T`` (noise-free labels).
@@ -202,7 +202,7 @@ def _check_statistics(Sigma_hat, W, xq, N):
 def predict_from_statistics(Sigma_hat, W, xq, params, N):
     """``y_hat = [p1 p2] Gamma [q1; q2] x_q`` with ``Gamma`` built from the statistics.
 
-    Science notes sec. 2 (``Gamma`` from :func:`gamma_blocks`).  Equals :func:`predict` on a
+    Paper eq. 6 (``Gamma`` from :func:`gamma_blocks`).  Equals :func:`predict` on a
     prompt with context covariance ``Sigma_hat``, task ``W``, query ``x_q`` and length ``N``.
     Batched over leading axes; returns shape (..., d).
     """
@@ -228,7 +228,7 @@ class Pathways(NamedTuple):
 
 
 def pathways(Sigma_hat, W, xq, params, N):
-    """The four pathways of ``y_hat`` separately (paper eq. 6, science notes sec. 2).
+    """The four pathways of ``y_hat`` separately (paper eq. 6; book chapter 1).
 
         y_hat = p1 Gamma_xx q1 x_q + p1 Sigma_hat W^T q2 x_q
               + p2 W Sigma_hat q1 x_q + p2 W Sigma_hat W^T q2 x_q

@@ -1,4 +1,4 @@
-r"""Closed-form theory of the reduced linear transformer (science notes secs. 3-8).
+r"""Closed-form theory of the reduced linear transformer (book chapters 2-5).
 
 Everything here is a pure numpy function of the spectrum ``s`` of the input covariance
 ``Sigma_x = U diag(s) U^T``, the context length ``N`` and the learning rate ``eta``.
@@ -7,7 +7,7 @@ their products ``a = p * q`` are arrays whose **last axis is the mode axis** (le
 any leading axes (typically time) are carried through, so a whole trajectory is evaluated
 in one call.
 
-Time units (science notes sec. 4).  Two conventions are supported wherever a time scale
+Time units (book chapter 4).  Two conventions are supported wherever a time scale
 enters, through the keyword arguments ``P`` and ``convention``:
 
 ``convention="steps"`` (default)
@@ -20,7 +20,7 @@ enters, through the keyword arguments ``P`` and ``convention``:
 
 Paper equations: eq. 9-10 the decoupled mode dynamics, eq. 11 the fixed-point hyperbola
 ``p q = 1/s_inf``, eq. 12 the logistic solution, eq. 13 the time scale, eq. 14 the loss
-(as corrected in science notes sec. 8).
+(as corrected in book chapter 5, 'The loss as a function of the modes').
 """
 
 from __future__ import annotations
@@ -141,14 +141,15 @@ def _check_convention(convention, P):
 
 
 # ----------------------------------------------------------------------------------------
-# moments and time scales (sec. 3, 4)
+# moments and time scales (book chapters 2 and 4)
 # ----------------------------------------------------------------------------------------
 
 def s_inf(s, N):
     r"""Per-mode effective variance ``s_inf_a = ((N+1) s_a + Tr S) / N``.
 
     The eigenvalues of ``E[Sigma_hat^2] S^{-1} = ((N+1)/N) S + (Tr S / N) I``
-    (science notes sec. 3; the paper's ``s_inf`` entering eqs. 9-11).  It tends to ``s_a``
+    (book chapter 2, 'The moment identity'; the paper's ``s_inf`` entering eqs. 9-11).  It
+    tends to ``s_a``
     as ``N -> infinity``.
 
     Parameters
@@ -182,7 +183,7 @@ def tau(s, eta, P=None, convention="steps"):
         ``"steps"``: the loss is the batch *mean* and SGD steps by ``eta``; then
         ``tau = 1/(eta s^2)``, measured in SGD steps.  ``"passes"``: the paper's loss
         *summed* over ``P`` tasks; then ``tau = 1/(eta P s^2)``, measured in passes over the
-        task set (science notes sec. 4).
+        task set (book chapter 4, 'Time convention').
 
     Returns
     -------
@@ -195,7 +196,7 @@ def tau(s, eta, P=None, convention="steps"):
 
 
 # ----------------------------------------------------------------------------------------
-# closed-form trajectories (sec. 7)
+# closed-form trajectories (book chapter 4)
 # ----------------------------------------------------------------------------------------
 
 def logistic_a(t, a0, s, N, eta, *, P=None, convention="steps"):
@@ -206,7 +207,7 @@ def logistic_a(t, a0, s, N, eta, *, P=None, convention="steps"):
 
     ``a(t) = a_inf a0 / (a0 + (a_inf - a0) exp(-2 t / tau_a))``,  ``a_inf = 1 / s_inf_a``
 
-    (science notes sec. 7).
+    (book chapter 4, 'The logistic solution').
 
     Parameters
     ----------
@@ -267,7 +268,7 @@ def _riccati_attractor(z0, zp, zm, lam, t):
 
 
 def unbalanced_a(t, a0, C, s, N, eta, *, P=None, convention="steps"):
-    r"""Exact solution of the decoupled dynamics of one mode from any start (sec. 7).
+    r"""Exact solution of the decoupled dynamics of one mode from any start (book chapter 4).
 
     Each mode of eqs. 9-10 conserves ``C_a = p_a^2 - q_a^2`` and its product ``a = p q``
     obeys ``tau da/dt = sqrt(C^2 + 4 a^2) (1 - a s_inf)``.  The closed form used here
@@ -342,13 +343,13 @@ def unbalanced_a(t, a0, C, s, N, eta, *, P=None, convention="steps"):
 
 
 def escape_time(eps, s, N, eta, *, P=None, convention="steps"):
-    r"""Escape time from a small balanced start ``a0 = eps`` (science notes sec. 7).
+    r"""Escape time from a small balanced start ``a0 = eps`` (book chapter 4).
 
     ``t*_a = (tau_a / 2) ln(1 / (s_inf_a eps)) = (tau_a/2) ln(a_inf / eps)``, the leading
     small-``eps`` behaviour of :func:`half_rise_time` (their difference is
     ``-(tau/2) ln(1 - s_inf eps) = O(tau s_inf eps)``).  It is an *escape* (transition) time,
-    not a convergence time, and it scales as ``1/eta`` (the seed summary's
-    ``1/2 eta P s^2 log(...)`` inverts the prefactor, sec. 9).
+    not a convergence time, and it scales as ``1/eta`` (a circulating form
+    ``1/2 eta P s^2 log(...)`` inverts the prefactor; book chapter 4, remark ``ch4-units``).
 
     Parameters
     ----------
@@ -377,7 +378,7 @@ def half_rise_time(a0, s, N, eta, *, P=None, convention="steps"):
 
     ``t_half = (tau / 2) ln((a_inf - a0) / a0)``,  ``a_inf = 1/s_inf``
 
-    (science notes sec. 7).  This is also the logistic's inflection point, where
+    (book chapter 4).  This is also the logistic's inflection point, where
     ``da/dt`` is largest.  It is negative for ``a_inf/2 < a0 < a_inf`` (the extended
     trajectory crossed ``a_inf/2`` before ``t = 0``).
 
@@ -401,7 +402,7 @@ def half_rise_time(a0, s, N, eta, *, P=None, convention="steps"):
 
 
 # ----------------------------------------------------------------------------------------
-# fixed points (sec. 5, 6)
+# fixed points (book chapter 3)
 # ----------------------------------------------------------------------------------------
 
 def paper_fixed_point(s, N):
@@ -432,7 +433,7 @@ def _exact_active_set(s, N):
 
 
 def exact_fixed_point(s, N):
-    r"""Products ``a*_a = p_a q_a`` at the minimum of the exact mean loss (sec. 5).
+    r"""Products ``a*_a = p_a q_a`` at the minimum of the exact mean loss (book chapter 3).
 
     Minimising :func:`exact_loss` over ``p, q`` with ``a = p q`` fixed gives, by
     Cauchy-Schwarz, ``(sum_a s_a p_a^2)(sum_b s_b^2 q_b^2) >= (sum_a s_a^{3/2} |a_a|)^2``
@@ -444,7 +445,8 @@ def exact_fixed_point(s, N):
     on the active set ``A`` of modes where the bracket is positive, and ``a*_a = 0`` off it.
     ``A`` is found by water-filling over the modes sorted by ``s`` (mode ``a`` is active
     iff ``sqrt(s_a) (N+1+|A|) > sum_{b in A} sqrt(s_b)``).  When every mode is active
-    ``|A| = d`` and this is the formula of science notes sec. 5; small ``N`` with a spread
+    ``|A| = d`` and this is the closed form of book chapter 3 (equation ``ch3-astar``); small
+    ``N`` with a spread
     spectrum switches the weakest modes off (``s = (4, 2, 1, 0.5)`` at ``N = 1`` already
     does: ``a*_4 = 0``).
 
@@ -465,7 +467,7 @@ def exact_fixed_point_pq(s, N, C=0.0):
     The minima of :func:`exact_loss` form the curve ``p_a = sqrt(a*_a) (c s_a)^{1/4}``,
     ``q_a = sqrt(a*_a) (c s_a)^{-1/4}``, ``c > 0`` (see :func:`exact_fixed_point`; only a
     global rescaling of ``p`` against ``q`` is free).  The exact mean flow conserves
-    ``C = sum_a p_a^2 - q_a^2`` (sec. 6), which picks ``c`` as the root of
+    ``C = sum_a p_a^2 - q_a^2`` (book chapter 3), which picks ``c`` as the root of
     ``sum_a a*_a (sqrt(c s_a) - 1/sqrt(c s_a)) = C`` (increasing in ``c``; solved by
     ``brentq`` in ``log c``).  The branch ``p, q >= 0`` is returned; a flow started with
     ``p_a, q_a < 0`` ends at ``(-p_a, -q_a)``.  Inactive modes (``a*_a = 0``) get
@@ -501,7 +503,7 @@ def exact_fixed_point_pq(s, N, C=0.0):
 
 
 def saddle_eigenvalues(s, eta, *, P=None, convention="steps"):
-    r"""Eigenvalues of the linearised flow at ``(p, q) = (0, 0)`` (science notes sec. 6).
+    r"""Eigenvalues of the linearised flow at ``(p, q) = (0, 0)`` (book chapter 3).
 
     Each mode's Jacobian is ``[[0, 1], [1, 0]] / tau_a``, with eigenvalue ``+1/tau_a``
     along ``p = q`` (unstable) and ``-1/tau_a`` along ``p = -q`` (stable).  The same holds
@@ -518,7 +520,7 @@ def saddle_eigenvalues(s, eta, *, P=None, convention="steps"):
 
 
 def prediction_at_convergence(W, Sigma_hat, xq, Sigma_x, N):
-    r"""Prediction at the paper's fixed point (science notes sec. 6, paper eq. 11).
+    r"""Prediction at the paper's fixed point (paper eq. 11; book chapter 3).
 
     ``y_hat = W Sigma_hat [((N+1)/N) Sigma_x + (Tr Sigma_x / N) I]^{-1} x_q``: one
     preconditioned gradient step on the context (the optimum of Ahn et al. 2023 and Zhang,
@@ -565,14 +567,14 @@ def prediction_at_convergence(W, Sigma_hat, xq, Sigma_x, N):
 
 
 # ----------------------------------------------------------------------------------------
-# losses (sec. 5, 8)
+# losses (book chapters 2 and 5)
 # ----------------------------------------------------------------------------------------
 
 def paper_loss(a, s, N):
     r"""The paper's mean loss as a function of the mode products (eq. 14, corrected).
 
-    ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)`` (science notes sec. 8; the
-    seed summary's ``s_a a_inf a_a^2`` is dimensionally wrong).  Its gradient flow with
+    ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)`` (book chapter 5; the
+    circulating form with ``s_a a_inf a_a^2`` is dimensionally wrong).  Its gradient flow with
     ``tau = 1/(eta s^2)`` is the paper's eqs. 9-10.
 
     Parameters
@@ -609,7 +611,7 @@ def paper_loss_grad(p, q, s, N):
 
 
 def exact_loss(p, q, s, N):
-    r"""Exact task- and data-averaged loss of the reduced model (science notes sec. 5).
+    r"""Exact task- and data-averaged loss of the reduced model (book chapter 2).
 
     ``l = 1/2 sum_a [s_a - 2 s_a^2 a_a + ((N+1)/N) s_a^3 a_a^2]``
     ``  + (1/(2N)) (sum_a s_a p_a^2)(sum_b s_b^2 q_b^2)``,  ``a_a = p_a q_a``,
@@ -639,7 +641,7 @@ def exact_loss(p, q, s, N):
 
 
 def exact_loss_grad(p, q, s, N):
-    r"""Gradient ``(dl/dp, dl/dq)`` of :func:`exact_loss` (science notes sec. 5).
+    r"""Gradient ``(dl/dp, dl/dq)`` of :func:`exact_loss` (book chapter 2).
 
     ``dl/dp_a = -s_a^2 q_a + ((N+1)/N) s_a^3 a_a q_a + (1/N) s_a p_a sum_b s_b^2 q_b^2``,
     ``dl/dq_a = -s_a^2 p_a + ((N+1)/N) s_a^3 a_a p_a + (1/N) s_a^2 q_a sum_b s_b p_b^2``.
@@ -662,7 +664,7 @@ def exact_loss_grad(p, q, s, N):
 def converged_loss(s, N):
     r"""The paper's loss at its fixed point, ``L_inf = 1/2 sum_a s_a (1 - s_a / s_inf_a)``.
 
-    :func:`paper_loss` at ``a = 1/s_inf`` (science notes sec. 8).  Positive for finite
+    :func:`paper_loss` at ``a = 1/s_inf`` (book chapter 5, 'The floor').  Positive for finite
     ``N`` (the context estimate ``Sigma_hat`` is noisy), ``-> 0`` as ``N -> infinity``.
     """
     s = _check_spectrum(s)
@@ -670,7 +672,7 @@ def converged_loss(s, N):
 
 
 def exact_converged_loss(s, N):
-    r"""Minimum of :func:`exact_loss` (science notes sec. 5).
+    r"""Minimum of :func:`exact_loss` (book chapter 5, 'The floor').
 
     At the minimiser (:func:`exact_fixed_point`) the stationarity conditions reduce the
     loss to ``l* = 1/2 sum_a s_a (1 - s_a a*_a)``; with every mode active,
@@ -693,17 +695,17 @@ def exact_converged_loss(s, N):
 
 
 def initial_loss(s):
-    r"""Loss at ``p = q = 0`` (prediction 0): ``Tr S / 2`` (science notes sec. 8)."""
+    r"""Loss at ``p = q = 0`` (prediction 0): ``Tr S / 2`` (book chapter 5)."""
     s = _check_spectrum(s)
     return 0.5 * float(np.sum(s))
 
 
 # ----------------------------------------------------------------------------------------
-# conservation (sec. 6)
+# conservation (book chapter 3)
 # ----------------------------------------------------------------------------------------
 
 def conserved_quantity(p, q, axis=-1):
-    r"""``C = sum p^2 - sum q^2``, conserved by the gradient flow (science notes sec. 6).
+    r"""``C = sum p^2 - sum q^2``, conserved by the gradient flow (book chapter 3).
 
     On the reduced manifold ``C = ||p2||_F^2 - ||q1||_F^2 = sum_a p_a^2 - q_a^2``; for the
     full model pass the blocks ``W^P_y = [p1 p2]`` and ``W^Q_{:,x} = [q1; q2]`` (any shape)
@@ -730,7 +732,7 @@ def conserved_per_mode(p, q):
 
     The exact mean flow changes each ``C_a`` at rate
     ``(2 eta / N) (s_a^2 q_a^2 sum_b s_b p_b^2 - s_a p_a^2 sum_b s_b^2 q_b^2)``, which sums
-    to zero over modes (science notes sec. 6).
+    to zero over modes (book chapter 3, 'The conservation law and where it comes from').
     """
     p = _check_finite_array(p, "p")
     q = _check_finite_array(q, "q")
@@ -744,8 +746,8 @@ def sgd_conservation_drift(grad_p, grad_q, eta, axis=None):
 
     For any minibatch loss invariant under ``p -> c p, q -> q/c`` one has
     ``<g_p, p> = <g_q, q>``, so after ``p -> p - eta g_p``, ``q -> q - eta g_q`` the
-    first-order terms cancel and ``C`` changes by exactly this amount (science notes
-    sec. 6).  ``g_p`` is the gradient with respect to the whole block ``W^P_y`` (or ``p``),
+    first-order terms cancel and ``C`` changes by exactly this amount (book
+    chapter 3).  ``g_p`` is the gradient with respect to the whole block ``W^P_y`` (or ``p``),
     ``g_q`` with respect to ``W^Q_{:,x}`` (or ``q``).
 
     Parameters

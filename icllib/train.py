@@ -1,4 +1,4 @@
-"""SGD on the full linear transformer with analytic gradients (science notes secs. 2, 4, 6, 11).
+"""SGD on the full linear transformer with analytic gradients (book chapters 2-4).
 
 Loss and time convention
 ------------------------
@@ -8,7 +8,7 @@ The loss of a minibatch of ``B`` prompts is the batch **mean**
 
 and one SGD step is ``theta -> theta - eta grad L``.  The mean flow of this is the gradient
 flow of the expected loss with time measured in SGD steps, so the time constant of mode
-``alpha`` is ``tau_alpha = 1 / (eta s_alpha^2)`` **SGD steps** (science notes sec. 4,
+``alpha`` is ``tau_alpha = 1 / (eta s_alpha^2)`` **SGD steps** (book chapter 4,
 ``convention="steps"`` in :mod:`icllib.theory`).
 
 Gradients
@@ -210,7 +210,7 @@ def balanced_init(d, scale, U=None):
     Every other block of ``W^P`` and ``W^Q`` (``p1``, ``q2`` and the unreachable blocks) is
     exactly zero, so the start lies on the null manifold ``p1 = q2 = 0`` where the reduced
     theory applies, with ``p_alpha(0) = q_alpha(0) = scale`` (``C_alpha = 0``) and
-    ``a_alpha(0) = scale^2`` (science notes sec. 7).
+    ``a_alpha(0) = scale^2`` (a balanced start, book chapter 4, 'The logistic solution').
 
     Parameters
     ----------
@@ -231,7 +231,7 @@ def random_init(d, scale, rng):
     """Small random start: every entry of ``W^P`` and ``W^Q`` i.i.d. ``N(0, scale^2)``.
 
     This leaves the null manifold: the ``p1 Sigma_hat W^T q2`` pathway starts non-zero and can
-    capture a mode (science notes sec. 2).
+    capture a mode (book chapter 2, 'The null parameters').
     """
     d = _check_int(d, "d", 1)
     try:
@@ -253,7 +253,7 @@ def stable_eta(config, conserved=0.0):
 
     Gradient descent on a loss with top Hessian eigenvalue ``h`` is stable for
     ``eta < 2 / h``.  In mode ``alpha`` the expected loss is
-    ``1/2 s^2 s_inf (p q - 1/s_inf)^2 + const`` (science notes secs. 4, 8); on the fixed-point
+    ``1/2 s^2 s_inf (p q - 1/s_inf)^2 + const`` (paper eq. 14); on the fixed-point
     hyperbola ``p q = 1/s_inf`` its Hessian is ``s^2 s_inf [q, p]^T [q, p]``, of top eigenvalue
     ``s^2 s_inf (p^2 + q^2) = s^2 sqrt((s_inf C)^2 + 4)`` with ``C = p^2 - q^2`` conserved.
     This is the largest curvature met along the trajectory (at the saddle it is ``s^2``), and
@@ -300,7 +300,7 @@ class Recording:
     """What :func:`train_sgd` records every ``record_every`` steps.
 
     Matrices are stored **in the U basis** (``U^T M U``), so their diagonals are the mode
-    amplitudes of science notes sec. 4.  Time is in SGD steps with the batch-mean loss, so
+    amplitudes of the reduced theory.  Time is in SGD steps with the batch-mean loss, so
     ``tau_alpha = 1 / (eta s_alpha^2)`` steps.
 
     Attributes
@@ -313,7 +313,7 @@ class Recording:
         Batch-mean loss of a fresh batch at the recorded parameters (the batch of the next
         update; a noisy estimate of the expected loss).
     conserved : ndarray (T,)
-        ``||W^P_y||_F^2 - ||W^Q_{:,x}||_F^2`` (science notes sec. 6).
+        ``||W^P_y||_F^2 - ||W^Q_{:,x}||_F^2`` (book chapter 3, 'The conservation law').
     params : Params
         The final parameters (original basis).
     """
@@ -378,7 +378,7 @@ def train_sgd(
 
     Every step draws ``B`` fresh prompts (from the task set when ``config.P`` is set), takes
     ``W^P -> W^P - eta dL/dW^P``, ``W^Q -> W^Q - eta dL/dW^Q`` with ``L`` the batch-**mean**
-    loss, so ``tau_alpha = 1 / (eta s_alpha^2)`` in SGD steps (science notes sec. 4).
+    loss, so ``tau_alpha = 1 / (eta s_alpha^2)`` in SGD steps (book chapter 4).
 
     Parameters
     ----------
@@ -399,8 +399,9 @@ def train_sgd(
         Task set; when ``config.P`` is set and ``tasks`` is None, one is drawn from ``rng``
         first (:func:`icllib.data.sample_task_set`).
     sampler : {"statistics", "tokens"}
-        ``"statistics"`` draws the exact sufficient statistic (Wishart, science notes
-        sec. 11), ``O(B d^2)`` random numbers per step for any ``N``; ``"tokens"`` draws the
+        ``"statistics"`` draws the exact sufficient statistic (Wishart,
+        :func:`icllib.data.sample_statistics`), ``O(B d^2)`` random numbers per step for
+        any ``N``; ``"tokens"`` draws the
         ``N`` tokens.  The two give the same dynamics in distribution.
     progress : bool
         Show a tqdm progress bar.
@@ -445,7 +446,7 @@ def train_sgd(
     rec_loss = np.empty(T)
     rec_cons = np.empty(T)
 
-    # With tasks sharing the eigenbasis of Sigma_x (the model of the notes) the loop runs in
+    # With tasks sharing the eigenbasis of Sigma_x (book chapter 1) the loop runs in
     # that basis: the model is equivariant under R = diag(U, U), so SGD on R^T W^P R, R^T W^Q R
     # with eigenbasis data is the same SGD; the data then need no rotation and the labels
     # no d x d products (see _loss_and_block_grads_eigenbasis).

@@ -214,7 +214,7 @@ def wishart_second_moments(Sigma, N):
 
 @pytest.mark.parametrize("N", [2, 3, 7, 40])
 def test_both_samplers_match_wishart_moments(N):
-    """Mean, entry covariance and E[Sigma_hat^2] = S s_inf(S) for both samplers (sec. 3, 11).
+    """Mean, entry covariance and E[Sigma_hat^2] = S s_inf(S) for both samplers (book ch. 2).
 
     N = 2 < d exercises the QR-factor branch, N = 3 = d the boundary.
     """
@@ -225,7 +225,7 @@ def test_both_samplers_match_wishart_moments(N):
     Sx = cfg.Sigma_x
     n = 60_000
     second = wishart_second_moments(Sx, N)
-    # science notes sec. 3 in the eigenbasis: E[Sigma_hat^2] = U S s_inf(S) U^T
+    # the moment identity (book chapter 2) in the eigenbasis: E[Sigma_hat^2] = U S s_inf(S) U^T
     sq = U @ np.diag(s * s_inf(s, N)) @ U.T
     wrong_sq = U @ np.diag(s * s) @ U.T  # forgetting the finite-N terms
     results = {}
@@ -268,7 +268,7 @@ def test_samplers_agree_with_label_noise():
 
 
 def test_moment_identity_E_Sh_A_Sh():
-    """E[Sh A Sh] = ((N+1)/N) S A S + Tr(A S) S / N for symmetric A (science notes sec. 3)."""
+    """E[Sh A Sh] = ((N+1)/N) S A S + Tr(A S) S / N for symmetric A (book chapter 2)."""
     rng = np.random.default_rng(8)
     s = np.array([3.0, 1.0, 0.4])
     N = 5

@@ -54,7 +54,7 @@ def test_check_logistic_a_passes_reference_and_fails_wrong_rates_and_limits():
     assert not check_logistic_a(lambda *args: closed_form(*args, a_inf=lambda s: 1 / s))
 
 
-def test_check_paper_loss_passes_reference_and_fails_the_seed_summary_formula():
+def test_check_paper_loss_passes_reference_and_fails_the_wrong_units_formula():
     from icllib.exercises import check_paper_loss
     from icllib.theory import paper_loss, s_inf
 
@@ -64,9 +64,9 @@ def test_check_paper_loss_passes_reference_and_fails_the_seed_summary_formula():
         s = np.asarray(s, float)
         return 0.5 * np.sum(s * (1 - 2 * s * a + s * s_inf(s, N) * a**2), axis=-1)
 
-    def seed_summary(a, s, N):  # s a_inf a^2 instead of s s_inf a^2 (science notes sec. 9)
+    def wrong_units(a, s, N):  # s a_inf a^2 instead of s s_inf a^2 (book: 'Corrected formulas')
         s = np.asarray(s, float)
         return 0.5 * np.sum(s * (1 - 2 * s * a + s * a**2 / s_inf(s, N)), axis=-1)
 
     assert check_paper_loss(corrected)
-    assert not check_paper_loss(seed_summary)
+    assert not check_paper_loss(wrong_units)

@@ -177,7 +177,7 @@ def test_exact_flow_conserves_the_sum_but_not_each_mode():
     assert np.max(np.abs(Cm - Cm[0])) > 0.05 * scale       # visibly not conserved
 
 
-# ---------------------------------------------------------- paper vs exact flow (sec. 5)
+# ------------------------------------------------------ paper vs exact flow (book ch. 2)
 
 def test_flows_agree_for_isotropic_S_and_uniform_modes():
     s, N = np.full(4, 1.3), 5

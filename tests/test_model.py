@@ -54,7 +54,7 @@ def test_predict_equals_forward_block_formula_and_statistics():
     y_forward = forward(b.Z, params)[:, d:, -1]
     y_predict = predict(b.Z, params)
     y_stats = predict_from_statistics(b.Sigma_hat, b.W, b.xq, params, N)
-    # the block formula of science notes sec. 2, written out
+    # the block formula (paper eq. 6, book chapter 1), written out
     Sh, W, xq = b.Sigma_hat, b.W, b.xq
     p1, p2, q1, q2 = params.p1, params.p2, params.q1, params.q2
     WT = np.swapaxes(W, 1, 2)

@@ -2,7 +2,7 @@
 
 Every run is online SGD on *all* blocks of W^P and W^Q with a fresh task per prompt, the exact
 Wishart sampler, the batch-mean loss and step eta, so theory times are in SGD steps with
-tau_a = 1/(eta s_a^2) (science notes sec. 4).  Starts are balanced (p2 = q1 = c I, all other
+tau_a = 1/(eta s_a^2) (book chapter 4).  Starts are balanced (p2 = q1 = c I, all other
 blocks exactly zero).
 
 Where the tolerances come from (measured values in brackets, seeds fixed):
@@ -34,7 +34,7 @@ S_ANISO = np.array([4.0, 2.0, 1.0, 0.5])
 
 @pytest.mark.parametrize("sampler", ["statistics", "tokens"])
 def test_isotropic_sgd_follows_the_logistic_and_settles_at_one_over_s_inf(sampler):
-    """Isotropic S: the paper's decoupled solution is exact (sec. 5); a(t) is logistic (sec. 7).
+    """Isotropic S: the paper's decoupled solution is exact (book ch. 2); a(t) is logistic (ch. 4).
 
     Tolerance: |a_SGD(t) - a_logistic(t)| <= 4% of a_inf at every recorded step and mode
     [measured max 0.6-1.7%]; the plateau (mean over the last 30%) within 1% of 1/s_inf
@@ -110,7 +110,7 @@ def _rms_dev(a, flow):
 
 
 def test_anisotropic_sgd_follows_the_exact_mean_flow_not_the_decoupled_one(aniso_runs):
-    """s = (4, 2, 1, 0.5), N = 10: SGD follows the exact mean flow (science notes sec. 5).
+    """s = (4, 2, 1, 0.5), N = 10: SGD follows the exact mean flow (book chapter 2).
 
     Tolerances: trajectory RMS deviation <= 5% of the final a per mode for the exact flow
     [measured 2.7, 1.3, 0.7, 2.9%]; the decoupled flow misses the two slow modes by >= 10%
@@ -136,9 +136,9 @@ def test_anisotropic_sgd_follows_the_exact_mean_flow_not_the_decoupled_one(aniso
 
 
 def test_anisotropic_sgd_ends_on_the_exact_minimum_of_its_conservation_manifold(aniso_runs):
-    """p and q separately: the minimiser of the exact loss with sum p^2 - q^2 = C (sec. 5-6).
+    """p and q separately: the minimiser of the exact loss with sum p^2 - q^2 = C (book ch. 3).
 
-    SGD does not conserve C (drift eta^2 (|g_p|^2 - |g_q|^2) per step, sec. 6), so the end
+    SGD does not conserve C (drift eta^2 (|g_p|^2 - |g_q|^2) per step, book ch. 3), so the end
     point is compared with exact_fixed_point_pq at the C SGD has reached [C = -1.1 from 0;
     p, q within 2.1%].  Tolerance 5%.
     """

@@ -87,8 +87,8 @@ def _mean_block_grads(cfg, params, chunks, B, rng):
 
 
 def test_task_averaged_gradients_on_the_null_manifold():
-    """At p1 = q2 = 0 the mean gradients of p1, q2 vanish (science notes sec. 2); those of
-    p2, q1 do not, and their diagonals are the exact-mean-flow gradient (sec. 5), not the
+    """At p1 = q2 = 0 the mean gradients of p1, q2 vanish (book chapter 2); those of
+    p2, q1 do not, and their diagonals are the exact-mean-flow gradient (book ch. 2), not the
     paper's decoupled one."""
     rng = np.random.default_rng(2)
     s = np.array([3.0, 1.0, 0.5])
@@ -129,7 +129,7 @@ def zs(samples, predicted):
 @pytest.mark.parametrize("init", ["balanced", "random"])
 @pytest.mark.parametrize("sampler", [sample_statistics, sample_prompts])
 def test_sgd_step_changes_conserved_quantity_by_eta2_gp2_minus_gq2(init, sampler):
-    """Per SGD step, Delta C = eta^2 (||g_p||^2 - ||g_q||^2) exactly (science notes sec. 6)."""
+    """Per SGD step, Delta C = eta^2 (||g_p||^2 - ||g_q||^2) exactly (book chapter 3)."""
     rng = np.random.default_rng(3)
     d = 3
     cfg = DataConfig(s=[2.0, 1.0, 0.5], N=5, U=random_rotation(d, rng))

@@ -40,8 +40,8 @@ LayerNorm), and a linear unembedding.  Per head ``h`` of layer ``l`` the two cir
     QK[l, h] = W_Q[l, h]^T W_K[l, h] / sqrt(d_head)     score(j, k) = x_j^T QK x_k
     OV[l, h] = W_O[l, h] W_V[l, h]                      output += sum_k A[j, k] OV x_k
 
-These are what the metrics of :mod:`icllib.metrics` are applied to (science notes
-sec. 10).
+These are what the metrics of :mod:`icllib.metrics` are applied to (book chapter 6,
+'Three metrics').
 """
 
 from __future__ import annotations
@@ -677,7 +677,7 @@ def circuit_metrics(circuits, *, ks=(1, 2, 3)) -> dict[str, np.ndarray]:
         (C, n_layers, n_heads) to the final circuit of the same head, without truncation
         (per-head circuits have rank ``<= d_head < d_model``, so the row space is a proper
         subspace); ``"norm"`` (C, n_layers, n_heads), the Frobenius norm.  All from
-        :mod:`icllib.metrics` (science notes sec. 10).
+        :mod:`icllib.metrics` (book chapter 6, 'Three metrics').
     """
     from icllib.metrics import effective_rank, marginal_effective_rank, subspace_distance
 
