@@ -14,7 +14,6 @@ import functools
 import hashlib
 import http.server
 import re
-import shutil
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -24,9 +23,6 @@ import pytest
 pytestmark = pytest.mark.browser
 
 SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # Pages Sphinx generates that carry no book content.
 SKIP = {"genindex.html", "search.html"}
 # The whole built site, in bytes (it was 45 MB when it shipped all of MathJax and every figure
@@ -57,15 +53,6 @@ def server():
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Visit:

@@ -1,5 +1,10 @@
 """The self-study path: a chapter opened as a notebook in JupyterLab, in headless Chromium.
 
+Every chapter must, in notebook form, be as finished as its web page: open as a notebook,
+render its boxes, keep exercise solutions (text and code) hidden until asked for, show no raw
+citation key, log no console error, run without an error output, redraw its interactive figure
+when a control moves, and save back to exactly the same bytes.
+
 Runs against the project's own environment (``.venv``, made by ``scripts/setup.sh`` from
 ``requirements.txt`` and ``postBuild``, exactly what Binder installs). JupyterLab is started on
 127.0.0.1 with a token set here and settings, runtime and workspace folders of its own (so
@@ -13,6 +18,7 @@ Marker ``browser``: ``pytest tests -m browser`` (the last stage of ``scripts/tes
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -23,14 +29,16 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import CHROMIUM, CHROMIUM_ARGS
-
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER = Path(sys.executable).parent / "jupyter"
 SHOTS = ROOT / "_build" / "screenshots"
-CHAPTERS = ["01-setup.md"]
+# Every chapter; ICLLIB_LAB_CHAPTERS="01-setup.md,05-loss.md" runs only those (while editing).
+CHAPTERS = [c for c in sorted(p.name for p in (ROOT / "book").glob("*.md")
+                              if "kernelspec:" in p.read_text(encoding="utf-8")[:600])
+            if c in os.environ.get("ICLLIB_LAB_CHAPTERS", c).split(",")]
+BIB_KEYS = re.findall(r"^@\w+\{([^,]+),", (ROOT / "references.bib").read_text(), re.M)
 START_TIMEOUT_S = 90
 RUN_TIMEOUT_S = 300        # a chapter runs in well under a minute at quick scale
 REDRAW_TIMEOUT_S = 60
@@ -49,6 +57,10 @@ def lab(tmp_path_factory):
     settings.mkdir(parents=True)
     # The test only reads the chapters: no autosave may rewrite them while cells run.
     (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    # Every cell in the page (no windowing), so the checks see the whole chapter.
+    tracker = home / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     env = {k: v for k, v in os.environ.items() if k != "ICLLIB_FIGURES"}   # live widgets
     env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
@@ -85,15 +97,6 @@ def lab(tmp_path_factory):
         log.close()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
 
 # JavaScript run in the page: JupyterLab's application object is exposed by
 # --LabApp.expose_app_in_browser.
@@ -127,9 +130,60 @@ ERROR_OUTPUTS = """() => {
 }"""
 
 
+HIDDEN_INPUTS = """() => {
+  // Cells whose source is collapsed (jupyter.source_hidden): is the code on screen?
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  return nb.widgets.map((c, i) => [c, i])
+    .filter(([c, i]) => c.model.type === 'code' && c.model.getMetadata('jupyter')
+                        && c.model.getMetadata('jupyter').source_hidden)
+    .map(([c, i]) => ({index: i, hidden: c.inputHidden,
+                       shown: !!c.node.querySelector('.jp-InputArea')
+                              && c.node.querySelector('.jp-InputArea').offsetParent !== null}));
+}"""
+SOLUTION_CELLS = """() => {
+  // Code cells that follow a solution box: their source must be collapsed.
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  // as tests/test_notebook_form.py: the cell's last directive is a solution, closed at its end
+  const endsWithSolution = src => {
+    const names = [...src.matchAll(/^(?:`{3,}|:{3,})\\{([\\w:-]+)\\}/gm)].map(m => m[1]);
+    return names.length > 0 && names[names.length - 1] === 'solution'
+           && /(```|:::)$/.test(src.trimEnd());
+  };
+  const out = [];
+  nb.widgets.forEach((c, i) => {
+    const prev = nb.widgets[i - 1];
+    if (c.model.type === 'code' && prev && prev.model.type === 'markdown'
+        && endsWithSolution(prev.model.sharedModel.getSource()))
+      out.push(i);
+  });
+  return out;
+}"""
+
+
 def _figure_src(cell):
     img = cell.locator(".jp-OutputArea-output img").first
     return img.get_attribute("src") if img.count() else None
+
+
+def _move_a_control_and_see_the_figure_redraw(page):
+    """The first interactive figure: move its first control, the picture must change."""
+    cell = page.locator(".jp-CodeCell").filter(
+        has=page.locator(".widget-slider, .widget-dropdown")).first
+    cell.scroll_into_view_if_needed()
+    before = _figure_src(cell)
+    assert before, "the interactive figure shows no image"
+    slider = cell.locator(".widget-slider .noUi-handle")
+    if slider.count():
+        slider.first.focus()
+        page.keyboard.press("ArrowRight")
+    else:
+        select = cell.locator(".widget-dropdown select").first
+        options = select.locator("option").all_inner_texts()
+        select.select_option(label=next(o for o in options if o != select.input_value()))
+    deadline = time.monotonic() + REDRAW_TIMEOUT_S
+    while _figure_src(cell) in (before, None):
+        assert time.monotonic() < deadline, "moving the control did not redraw the figure"
+        page.wait_for_timeout(250)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -138,15 +192,30 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
     source = (ROOT / "book" / chapter).read_bytes()
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
+    console_errors = []
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
     try:
         # ?reset: a fresh workspace, so the chapter of a previous test is not the open tab
         page.goto(f"{url}/lab/tree/book/{chapter}?reset&token={token}")
         # jupytext's notebook view, not the text editor, with a running kernel
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=START_TIMEOUT_S * 1000)
         page.wait_for_function(KERNEL_IDLE, timeout=START_TIMEOUT_S * 1000)
-        title = page.locator("aside.myst-proof .myst-proof-title").first
-        title.wait_for(timeout=30_000)
-        assert title.inner_text().split()[0] in {"Definition", "Proposition", "Theorem", "Lemma"}
+        has_proofs = "{prf:" in source.decode()
+        if has_proofs:
+            title = page.locator("aside.myst-proof .myst-proof-title").first
+            title.wait_for(timeout=30_000)
+            assert title.inner_text().split()[0] in {"Definition", "Proposition", "Theorem", "Lemma"}
+        # Solutions: the boxes are collapsed dropdowns (their text unseen), and the reference
+        # code cells after them show no source until the reader opens them.
+        hidden = page.evaluate(HIDDEN_INPUTS)
+        assert all(h["hidden"] and not h["shown"] for h in hidden), hidden
+        assert set(page.evaluate(SOLUTION_CELLS)) <= {h["index"] for h in hidden}
+        n_solutions = len(re.findall(r"\{solution\}", source.decode()))
+        assert page.locator("details.myst-exercise").count() == n_solutions
+        assert page.locator("details.myst-exercise[open]").count() == 0
+        text = page.evaluate("() => document.body.innerText")
+        raw = [k for k in BIB_KEYS if re.search(rf"\b(\w+-)?{re.escape(k)}\b", text)]
+        assert raw == [], f"citations shown as raw keys: {raw}"
 
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         page.wait_for_timeout(1000)
@@ -155,26 +224,19 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
         assert page.evaluate(ERROR_OUTPUTS) == []
         assert page.evaluate(NOT_RUN) == [], "cells left unexecuted"
 
-        # The first interactive figure: move its first control, the picture must change.
-        cell = page.locator(".jp-CodeCell").filter(
-            has=page.locator(".widget-slider, .widget-dropdown")).first
-        cell.scroll_into_view_if_needed()
-        before = _figure_src(cell)
-        assert before, "the interactive figure shows no image"
-        slider = cell.locator(".widget-slider .noUi-handle")
-        if slider.count():
-            slider.first.focus()
-            page.keyboard.press("ArrowRight")
-        else:
-            select = cell.locator(".widget-dropdown select").first
-            options = select.locator("option").all_inner_texts()
-            select.select_option(label=next(o for o in options if o != select.input_value()))
-        deadline = time.monotonic() + REDRAW_TIMEOUT_S
-        while _figure_src(cell) in (before, None):
-            assert time.monotonic() < deadline, "moving the control did not redraw the figure"
-            page.wait_for_timeout(250)
+        if "interactive_figure(" in source.decode():
+            _move_a_control_and_see_the_figure_redraw(page)
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"jupyterlab-{Path(chapter).stem}.png"))
+
+        # A reader who only read and ran the chapter and saved it changes nothing.
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+                               timeout=30_000)
+        assert console_errors == [], console_errors
     finally:
         context.close()
-    assert (ROOT / "book" / chapter).read_bytes() == source, "opening the chapter changed its file"
+        after = (ROOT / "book" / chapter).read_bytes()
+        if after != source:
+            (ROOT / "book" / chapter).write_bytes(source)     # leave the checkout as it was
+    assert after == source, "opening, running and saving the chapter changed its file"

@@ -112,13 +112,15 @@ def test_no_file_cites_documents_outside_the_repository():
 
     patterns = [w + sep + "notes" for w in ("science",) for sep in (" ", "-")]
     patterns += [w + sep + "summary" for w in ("seed",) for sep in (" ", "-")]
-    tracked = subprocess.run(["git", "ls-files", "book", "icllib", "tests", "scripts", "bench",
+    # tracked and new (not ignored) files, as they are in the working tree
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                              "book", "icllib", "tests", "scripts", "bench",
                               "README.md", "_config.yml", "conftest.py"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.split()
     assert len(tracked) > 50, tracked
     hits = []
     for name in tracked:
-        if Path(name).suffix in {".npz", ".png", ".ico"}:
+        if Path(name).suffix in {".npz", ".png", ".ico"} or not (ROOT / name).is_file():
             continue
         for n, line in enumerate((ROOT / name).read_text(encoding="utf-8").splitlines(), 1):
             if any(p in line.lower() for p in patterns):
@@ -136,3 +138,86 @@ def test_unit_tests_and_nbval_run_under_other_numeric_kernels():
     for var in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES", "ATEN_CPU_CAPABILITY",
                 "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA"):
         assert f"export {var}=" in other, var
+
+
+# --- Labels, cross-references and citations: the same text in the book and in JupyterLab ----
+
+def book_site():
+    """The book's local Sphinx extension, imported from its path (it is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("book_site", ROOT / "book" / "_ext" / "book_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def book_chapters():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for c in toc.get("chapters", [])]
+    return [ROOT / f"{f}.md" for f in files]
+
+
+def test_every_label_is_defined_once_in_the_book():
+    # JupyterLab (jupyterlab-myst) has one namespace for prf, equation, exercise and section
+    # labels; Sphinx keeps them apart and would not notice.  The build runs the same scan.
+    site = book_site()
+    found = site.label_definitions(book_chapters())
+    for label in ("ch2-moment-identity", "ch3-astar", "ch3-ex1", "departures-corrections"):
+        assert label in found, f"the scan misses {label}"
+    assert site.duplicate_labels(book_chapters()) == {}
+
+
+def test_label_scan_reports_a_label_shared_by_two_files(tmp_path):
+    one, two = tmp_path / "one.md", tmp_path / "two.md"
+    one.write_text("```{prf:definition} A\n:label: shared\n\nText.\n```\n\n"
+                   "```{code-cell} ipython3\n# :label: in-code\n```\n")
+    two.write_text("(unique)=\n## Heading\n\n$$\nx = 1\n$$ (shared)\n\n"
+                   "```python\n:label: in-code\n```\n")
+    dups = book_site().duplicate_labels([one, two])
+    assert set(dups) == {"shared"}, dups
+    assert [(p.name, n) for p, n in dups["shared"]] == [("one.md", 2), ("two.md", 6)]
+
+
+def test_references_to_other_chapters_are_links_not_roles():
+    # A role whose label is in another chapter shows "Cross Reference Not Found" in JupyterLab;
+    # such references are markdown links, chapter.md#label, which the build resolves.
+    site = book_site()
+    chapters = book_chapters()
+    defined = site.label_definitions(chapters)
+    role = re.compile(r"\{(?:prf:ref|ref|eq|numref)\}`(?:[^`<]*<)?([^`>]+)>?`")
+    link = re.compile(r"\]\(([\w.-]+\.md)#([^)\s]+)\)")
+    problems = []
+    for path in chapters:
+        text = path.read_text(encoding="utf-8")
+        for target in role.findall(text):
+            if path not in {p for p, _ in defined.get(target, [])}:
+                problems.append(f"{path.name}: role to {target}, defined in "
+                                f"{[p.name for p, _ in defined.get(target, [])]}")
+        for name, anchor in link.findall(text):
+            if (ROOT / "book" / name) not in {p for p, _ in defined.get(anchor, [])}:
+                problems.append(f"{path.name}: link {name}#{anchor} names no label of {name}")
+    assert not problems, "\n".join(problems)
+
+
+def test_citations_are_plain_links_to_works_in_references_bib():
+    # No {cite} role or {bibliography} directive (JupyterLab has no bibliography); each page's
+    # "References" list holds exactly the works its text links to, all from references.bib.
+    bib = (ROOT / "references.bib").read_text()
+    arxiv_ids = set(re.findall(r"arXiv:(\d{4}\.\d{4,5})", bib))
+    assert len(arxiv_ids) >= 10
+    for path in book_chapters():
+        text = path.read_text(encoding="utf-8")
+        assert "{cite" not in text and "{bibliography}" not in text, path.name
+        cited = set(re.findall(r"https://arxiv\.org/abs/(\d{4}\.\d{4,5})", text))
+        assert cited <= arxiv_ids, f"{path.name} links to works not in references.bib: {cited - arxiv_ids}"
+        if not cited:
+            continue
+        body, _, refs = text.partition("\n## References\n")
+        assert refs, f"{path.name} cites but has no References section"
+        in_body = set(re.findall(r"https://arxiv\.org/abs/(\d{4}\.\d{4,5})", body))
+        in_list = set(re.findall(r"https://arxiv\.org/abs/(\d{4}\.\d{4,5})", refs))
+        assert in_body == in_list, f"{path.name}: cited {sorted(in_body)}, listed {sorted(in_list)}"
+        # the one work without a stable URL in references.bib: cited by author and year
+        roy = re.search(r"Roy & Vetterli(, | \()2007", body) is not None
+        assert roy == ("Roy, O. and Vetterli, M. (2007)" in refs), path.name

@@ -8,12 +8,22 @@
   de-duplicated here.
 * The site is kept light (see :func:`_prune_mathjax` and :func:`_slim_notebook_downloads`):
   only the MathJax files pages can load are shipped, and no figure is stored twice.
+* Every label (``:label:``/``:name:`` options, ``(label)=`` targets, ``$$ ... $$ (label)``
+  equations, ``\\label{...}``) is defined once in the whole book: a duplicate is a build
+  warning (:func:`duplicate_labels`).  Sphinx keeps prf, math and std labels in separate
+  domains and says nothing, but JupyterLab (jupyterlab-myst) has one namespace per notebook.
+* A link to a label in another chapter is a plain markdown link, ``[text](02-dynamics.md#label)``,
+  so that it reads as text in JupyterLab too; MyST-parser resolves ``doc.md#anchor`` only for
+  heading anchors, so each page's labels are registered as anchors (:func:`_register_label_anchors`).
 """
 
 import json
 import os
+import re
+from collections import defaultdict
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -136,8 +146,97 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
+# --- Labels: one namespace for the whole book ------------------------------------------------
+# A label is defined by a directive option (``:label:`` of prf:*, exercise, solution, math ...;
+# ``:name:``), a target line ``(label)=``, a dollar-math equation ``$$ ... $$ (label)`` or an
+# amsmath ``\label{...}`` (which mystmd, and so JupyterLab, reads as a label).  Lines inside
+# code fences (code cells, ``python`` blocks) define nothing; directive fences are read through.
+LABEL_DEFINITIONS = (
+    re.compile(r"^\s*:(?:label|name):\s*(\S+)\s*$"),
+    re.compile(r"^\s*\(([^()\s]+)\)=\s*$"),
+    re.compile(r"\$\$\s*\(([^()\s]+)\)\s*$"),
+    re.compile(r"\\label\{([^{}]+)\}"),
+)
+FENCE = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})\s*(.*?)\s*$")
+CODE_DIRECTIVES = ("{code-cell}", "{code-block}", "{code}", "{sourcecode}")
+
+
+def _is_code_fence(info):
+    return not info.startswith("{") or info.split()[0] in CODE_DIRECTIVES
+
+
+def label_definitions(paths):
+    """``{label: [(path, line), ...]}`` for every label defined in the given MyST files."""
+    found = defaultdict(list)
+    for path in map(Path, paths):
+        fences = []   # open fences, innermost last: (marker, is_code)
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            fence = FENCE.match(line)
+            if fence:
+                marker, info = fence.groups()
+                top = fences[-1] if fences else None
+                if top and not info and marker[0] == top[0][0] and len(marker) >= len(top[0]):
+                    fences.pop()
+                    continue
+                if not (top and top[1]):          # inside a code fence a fence line is text
+                    fences.append((marker, _is_code_fence(info)))
+                    continue
+            if fences and fences[-1][1]:
+                continue
+            for pattern in LABEL_DEFINITIONS:
+                for label in pattern.findall(line):
+                    found[label].append((path, n))
+    return dict(found)
+
+
+def duplicate_labels(paths):
+    """The labels defined more than once across ``paths``: ``{label: [(path, line), ...]}``."""
+    return {label: places for label, places in label_definitions(paths).items() if len(places) > 1}
+
+
+def _book_sources(app):
+    """The MyST files this build reads (the table of contents, less ``exclude_patterns``)."""
+    from sphinx.project import Project
+
+    project = Project(app.srcdir, app.config.source_suffix)
+    docnames = project.discover(app.config.exclude_patterns, app.config.include_patterns)
+    paths = (Path(project.doc2path(d, True)) for d in sorted(docnames))
+    return [p for p in paths if p.suffix == ".md"]
+
+
+def _check_unique_labels(app):
+    root = Path(app.srcdir)
+    for label, places in sorted(duplicate_labels(_book_sources(app)).items()):
+        where = ", ".join(f"{Path(p).relative_to(root)}:{n}" for p, n in places)
+        logger.warning("book_site: label %r is defined %d times (%s); every label must be "
+                       "unique across the book", label, len(places), where)
+
+
+def _register_label_anchors(app, doctree):
+    """Make ``[text](this-page.md#label)`` resolve for every label this page defines.
+
+    MyST-parser resolves the ``#anchor`` of a link to another document from the heading slugs
+    it records (``env.metadata[doc]["myst_slugs"]``) and warns otherwise.  Each label defined in
+    this page's source whose element is in the doctree (``label`` for prf/exercise/targets,
+    ``equation-label`` for equations) is added there; a link to anything else still warns.
+    """
+    docname = app.env.docname
+    source = Path(app.env.doc2path(docname))
+    if source.suffix != ".md":
+        return
+    ids = {i for node in doctree.findall(nodes.Element) for i in node.get("ids", ())}
+    slugs = app.env.metadata[docname].setdefault("myst_slugs", {})
+    for label, places in label_definitions([source]).items():
+        for anchor in (label, nodes.make_id(label), nodes.make_id("equation-" + label)):
+            if anchor in ids:
+                slugs.setdefault(label, (places[0][1], anchor, label))
+                break
+
+
 def setup(app):
     os.environ.setdefault("ICLLIB_FIGURES", "static")
+    app.connect("builder-inited", _check_unique_labels)
+    app.connect("doctree-read", _register_label_anchors)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     # After sphinx-mathjax-offline's own build-finished handler (default priority 500), which
     # copies the MathJax distribution: listeners run in increasing priority.

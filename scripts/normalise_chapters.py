@@ -1,0 +1,37 @@
+"""Rewrite the chapters in the exact form JupyterLab (jupytext) saves them.
+
+A chapter opened in JupyterLab gets the kernelspec of the kernel it starts, and on save
+jupytext writes its own canonical MyST form (header with ``format_version`` and
+``jupytext_version``, a blank line after cell options before a comment, ...). Storing the
+chapters in that form means opening, running and saving one changes nothing. Run after
+editing a chapter; ``tests/test_notebook_form.py`` checks it.
+
+    .venv/bin/python scripts/normalise_chapters.py
+"""
+
+from pathlib import Path
+
+import jupytext
+from ipykernel.kernelspec import get_kernel_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main():
+    spec = get_kernel_dict()
+    kernelspec = {"display_name": spec["display_name"], "language": spec["language"],
+                  "name": "python3"}
+    for path in sorted((ROOT / "book").glob("*.md")):
+        source = path.read_text(encoding="utf-8")
+        if "kernelspec:" not in source[:600]:
+            continue
+        nb = jupytext.read(path)
+        nb.metadata["kernelspec"] = kernelspec
+        written = jupytext.writes(nb, fmt="md:myst")
+        if written != source:
+            path.write_text(written, encoding="utf-8")
+            print(f"normalised {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The chapters as notebooks, without a browser: what JupyterLab would write back, and where
+the solutions are.
+
+JupyterLab reads a chapter through jupytext, sets the notebook's kernelspec to the kernel it
+starts (ipykernel's ``python3``), and on save writes ``jupytext.writes(notebook, "md:myst")``
+(text notebooks keep no outputs). A chapter stored in exactly that form is saved back
+byte-identical: a reader who only opens, runs and saves it sees nothing in ``git status``.
+``tests/test_jupyterlab.py`` checks the same thing in a real JupyterLab.
+"""
+
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted(p for p in (ROOT / "book").glob("*.md")
+                  if "kernelspec:" in p.read_text(encoding="utf-8")[:600])
+
+
+def _ipykernel_spec():
+    from ipykernel.kernelspec import get_kernel_dict
+
+    spec = get_kernel_dict()
+    return {"display_name": spec["display_name"], "language": spec["language"], "name": "python3"}
+
+
+def ends_with_a_solution(markdown: str) -> bool:
+    """Whether a markdown cell ends with a solution box (its last directive, closed at the
+    very end of the cell): the code cell after it is that solution's code."""
+    directives = re.findall(r"^(?:```+|:::+)\{([\w:-]+)\}", markdown, re.M)
+    closes = markdown.rstrip().endswith(("```", ":::"))
+    return bool(directives) and directives[-1] == "solution" and closes
+
+
+def test_there_are_chapters():
+    assert len(CHAPTERS) >= 9
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_saving_the_chapter_from_jupyterlab_writes_the_same_bytes(path):
+    source = path.read_text(encoding="utf-8")
+    nb = jupytext.read(path)
+    nb.metadata["kernelspec"] = _ipykernel_spec()
+    written = jupytext.writes(nb, fmt="md:myst")
+    assert written == source, (
+        f"{path.name} is not in the form jupytext writes; normalise it with "
+        f"`.venv/bin/python scripts/normalise_chapters.py`")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_solution_code_is_collapsed_in_the_notebook_and_hidden_on_the_page(path):
+    """Every code cell right after a solution box is the reference solution: collapsed in
+    JupyterLab (``jupyter.source_hidden``) and behind a toggle on the web page
+    (``hide-input``), and no gated solution (solution-start/end, whose code cells JupyterLab
+    shows) is left."""
+    text = path.read_text(encoding="utf-8")
+    assert "{solution-start}" not in text and "{solution-end}" not in text
+    cells = jupytext.read(path).cells
+    for before, cell in zip(cells, cells[1:]):
+        if before.cell_type == "markdown" and ends_with_a_solution(before.source) \
+                and cell.cell_type == "code":
+            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, cell.source[:80]
+            assert "hide-input" in cell.metadata.get("tags", []), cell.source[:80]
+    for cell in cells:
+        hidden = cell.metadata.get("jupyter", {}).get("source_hidden") is True
+        assert hidden == ("hide-input" in cell.metadata.get("tags", [])), cell.source[:80]
+
+
+def test_no_solution_is_an_open_box():
+    for path in CHAPTERS:
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"(?:```+|:::+)\{solution\}[^\n]*\n((?::[^\n]*\n)*)", text):
+            assert ":class: dropdown" in m.group(1), f"{path.name}: a solution shown open"
