@@ -206,11 +206,14 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
             title.wait_for(timeout=30_000)
             assert title.inner_text().split()[0] in {"Definition", "Proposition", "Theorem", "Lemma"}
         # Solutions: the boxes are collapsed dropdowns (their text unseen), and the reference
-        # code cells after them show no source until the reader opens them.
+        # code cells after them show no source until the reader opens them. Markdown cells
+        # render one after another: wait until every solution box is there.
+        n_solutions = len(re.findall(r"\{solution\}", source.decode()))
+        page.wait_for_function(f"() => document.querySelectorAll('details.myst-exercise').length"
+                               f" >= {n_solutions}", timeout=60_000)
         hidden = page.evaluate(HIDDEN_INPUTS)
         assert all(h["hidden"] and not h["shown"] for h in hidden), hidden
         assert set(page.evaluate(SOLUTION_CELLS)) <= {h["index"] for h in hidden}
-        n_solutions = len(re.findall(r"\{solution\}", source.decode()))
         assert page.locator("details.myst-exercise").count() == n_solutions
         assert page.locator("details.myst-exercise[open]").count() == 0
         text = page.evaluate("() => document.body.innerText")
