@@ -8,7 +8,13 @@ Both sides do the same training: online SGD on the full linear transformer
 ``1/2 ||W x_q - y_hat||^2`` and step size ``eta``.
 
 * icllib: :func:`icllib.train.train_sgd` with the exact Wishart sampler
-  (:func:`icllib.data.sample_statistics`) and analytic gradients, numpy only.
+  (:func:`icllib.data.sample_statistics`) and analytic gradients, numpy only, float64
+  arithmetic.  Its step is bound by drawing random numbers at small ``N``: normals come from a
+  vectorised Box-Muller transform of raw 64-bit words (float32-accurate draws,
+  :mod:`icllib.data.draws`; numpy's scalar ziggurat is ~2.5x slower), the Bartlett
+  diagonal's chi-squares with few degrees of freedom from sums of exponentials
+  (:mod:`icllib.data.wishart`), and the gradients run with the batch axis last in reused work
+  arrays (:class:`icllib.train.gradients.WhitenedGradients`).
 * PyTorch: draws the ``N`` tokens of every prompt with ``torch.randn``, builds ``Z``, computes
   the prediction with full ``2d x 2d`` matrices and gets the gradients from
   ``loss.backward()``; ``torch.set_num_threads(os.cpu_count())``.  Two contraction orders:
@@ -21,12 +27,30 @@ The script prints steps/s for each size and the ratio icllib / (faster PyTorch v
 noisy (PyTorch's thread pool suffers most from competing processes), so look at the spread
 printed in brackets (worst run) and rerun on a quiet machine before quoting them.
 
-Measured once on the shared 2-core machine (load average 5-8, 2026-12-01), icllib / faster
-PyTorch variant over the 12 sizes: float64 with 2 torch threads 3.9-255x (torch's threads
-collapse under load); float64 with ``--torch-threads 1`` 2.7-42x (median 9.7x); against
-float32 PyTorch with ``--torch-threads 1`` 1.0-12x (median 4.6x; a tie at d = 16, N = 10,
-B = 4096, where both sides are bound by drawing random numbers and torch draws float32
-normals ~2.5x faster than numpy draws float64 ones).
+Measured once on the shared 2-core machine (load average ~1, 2026-12-01) with
+``--dtype float32 --torch-threads 1 --repeats 3``: steps/s, best of 3 (icllib, and the faster
+of the two PyTorch variants), and their ratio:
+
+     d    N     B   icllib   torch   ratio
+     4   10   256   3881.7  1588.9     2.4
+     4   10  4096    852.8   245.5     3.5
+     4  100   256   5523.8   598.4     9.2
+     4  100  4096    734.6    37.2    19.8
+     8   10   256   3612.2  1272.1     2.8
+     8   10  4096    337.5   139.4     2.4
+     8  100   256   3519.3   375.7     9.4
+     8  100  4096    277.8    16.7    16.7
+    16   10   256   2255.2   967.0     2.3
+    16   10  4096    148.9    81.0     1.8
+    16  100   256   1757.5   234.3     7.5
+    16  100  4096    106.9     5.5    19.5
+
+icllib / faster PyTorch variant: min 1.8x (d = 16, N = 10, B = 4096), median 5.5x, max
+19.8x (the measurement this replaces, before the vectorised draws: 1.0-12x, median 4.6x, a
+tie at d = 16, N = 10, B = 4096).  At d = 16, N = 10, B = 4096 icllib draws 137 normals and 10 chi-squares per prompt
+(the exact statistic of rank 10 in 16 dimensions, the task and the query) at ~4.6 ns per
+normal, PyTorch 192 float32 normals at ~3.4 ns; the float64 products of the step
+(``10 d^2 B`` multiply-adds) take about a third of icllib's time there.
 """
 
 from __future__ import annotations

@@ -20,17 +20,21 @@ PASSED exact_mean_velocity: ...
 from __future__ import annotations
 
 import copy
-import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
+
+from .validation import check_int, check_nonnegative
 
 __all__ = [
     "CheckResult",
     "check_function",
     "check_prediction_at_convergence",
     "check_exact_mean_velocity",
+    "check_exact_fixed_point",
+    "check_logistic_a",
+    "check_paper_loss",
 ]
 
 
@@ -117,11 +121,9 @@ def check_function(candidate: Callable, reference: Callable, sample_inputs: Call
         raise ValueError(f"candidate must be a function, got {type(candidate).__name__}")
     if not callable(reference) or not callable(sample_inputs):
         raise ValueError("reference and sample_inputs must be callables")
-    if isinstance(trials, bool) or not isinstance(trials, numbers.Integral) or trials < 1:
-        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
-    for label, tol in (("rtol", rtol), ("atol", atol)):
-        if not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
-            raise ValueError(f"{label} must be a finite number >= 0, got {tol!r}")
+    trials = check_int("trials", trials, 1)
+    rtol = check_nonnegative("rtol", rtol)
+    atol = check_nonnegative("atol", atol)
     if rtol == 0 and atol == 0:
         raise ValueError("rtol and atol cannot both be 0")
     name = name or getattr(candidate, "__name__", "your function")
@@ -134,7 +136,7 @@ def check_function(candidate: Callable, reference: Callable, sample_inputs: Call
             print(msg)
         return CheckResult(passed, name, n, err, msg)
 
-    for trial in range(1, int(trials) + 1):
+    for trial in range(1, trials + 1):
         inputs = sample_inputs(rng)
         expected = _as_outputs(reference(**copy.deepcopy(inputs)))
         try:
@@ -173,7 +175,7 @@ def check_function(candidate: Callable, reference: Callable, sample_inputs: Call
                                f"{which} differs on trial {trial} ({_describe(inputs)}): at "
                                f"index {tuple(int(j) for j in i)} expected {e[i]:.6g}, got "
                                f"{g[i]:.6g}.")
-    return verdict(True, int(trials), worst,
+    return verdict(True, trials, worst,
                    f"agrees with the reference on {trials} random inputs "
                    f"(largest error {worst:.2g} of the tolerance rtol={rtol:g}, atol={atol:g}).")
 

@@ -29,15 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .theory import (
-    _check_N,
-    _check_finite_array,
-    _check_modes,
-    _check_positive_scalar,
-    _check_spectrum,
-    exact_loss,
-    paper_loss,
-    s_inf,
+from .theory import exact_loss, paper_loss, s_inf
+from .validation import (
+    check_array,
+    check_int,
+    check_modes,
+    check_positive,
+    check_spectrum,
+    check_time_grid,
 )
 
 __all__ = [
@@ -92,10 +91,10 @@ def paper_velocity(p, q, s, N, *, eta=1.0):
     -------
     dp, dq : ndarray, shape (..., d)
     """
-    s = _check_spectrum(s)
-    eta = _check_positive_scalar(eta, "eta")
-    p = _check_modes(p, s.size, "p")
-    q = _check_modes(q, s.size, "q")
+    s = check_spectrum("s", s)
+    eta = check_positive("eta", eta)
+    p = check_modes("p", p, s.size)
+    q = check_modes("q", q, s.size)
     f = eta * s ** 2 * (1.0 - p * q * s_inf(s, N))
     return q * f, p * f
 
@@ -119,11 +118,11 @@ def exact_mean_velocity(p, q, s, N, *, eta=1.0):
     -------
     dp, dq : ndarray, shape (..., d)
     """
-    s = _check_spectrum(s)
-    N = _check_N(N)
-    eta = _check_positive_scalar(eta, "eta")
-    p = _check_modes(p, s.size, "p")
-    q = _check_modes(q, s.size, "q")
+    s = check_spectrum("s", s)
+    N = check_int("N", N, 1)
+    eta = check_positive("eta", eta)
+    p = check_modes("p", p, s.size)
+    q = check_modes("q", q, s.size)
     c = (N + 1) / N
     Qs = np.sum(s ** 2 * q * q, axis=-1, keepdims=True)
     Ps = np.sum(s * p * p, axis=-1, keepdims=True)
@@ -134,26 +133,15 @@ def exact_mean_velocity(p, q, s, N, *, eta=1.0):
 
 
 def _check_flow_inputs(p0, q0, s, N, t, eta, rtol, atol):
-    s = _check_spectrum(s)
-    N = _check_N(N)
-    eta = _check_positive_scalar(eta, "eta")
-    rtol = _check_positive_scalar(rtol, "rtol")
-    atol = _check_positive_scalar(atol, "atol")
+    s = check_spectrum("s", s)
+    N = check_int("N", N, 1)
+    eta = check_positive("eta", eta)
+    rtol = check_positive("rtol", rtol)
+    atol = check_positive("atol", atol)
     d = s.size
-    p0 = _check_finite_array(p0, "p0")
-    q0 = _check_finite_array(q0, "q0")
-    if p0.shape != (d,):
-        raise ValueError(f"p0 must have shape ({d},) (one amplitude per mode of s), "
-                         f"got {p0.shape}")
-    if q0.shape != (d,):
-        raise ValueError(f"q0 must have shape ({d},) (one amplitude per mode of s), "
-                         f"got {q0.shape}")
-    t = _check_finite_array(t, "t")
-    if t.ndim != 1 or t.size == 0:
-        raise ValueError(f"t must be a non-empty 1-D array of times, got shape {t.shape}")
-    if t[0] < 0 or np.any(np.diff(t) < 0):
-        raise ValueError("t must be non-decreasing and start at >= 0 (the initial state "
-                         "is at t = 0)")
+    p0 = check_array("p0", p0, (d,), hint=" (one amplitude per mode of s)")
+    q0 = check_array("q0", q0, (d,), hint=" (one amplitude per mode of s)")
+    t = check_time_grid("t", t, start=0)
     return p0, q0, s, N, t, eta, rtol, atol
 
 

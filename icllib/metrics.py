@@ -36,23 +36,19 @@ Subspace distance
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+
+from .validation import check_array, check_int, check_real, check_time_grid
 
 __all__ = ["effective_rank", "marginal_effective_rank", "subspace_distance", "first_crossing"]
 
 
 def _as_matrices(M, name):
-    try:
-        arr = np.asarray(M, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real matrix or a stack of matrices") from None
+    """``M`` as a finite float64 array of shape (..., m, n) with m, n >= 1."""
+    arr = check_array(name, M)
     if arr.ndim < 2 or arr.shape[-1] == 0 or arr.shape[-2] == 0:
         raise ValueError(f"{name} must have shape (..., m, n) with m, n >= 1, "
                          f"got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values")
     return arr
 
 
@@ -65,18 +61,10 @@ def _input_eps(M):
 
 
 def _check_rtol(rtol, shape, eps=float(np.finfo(float).eps)):
+    """The singular-value cut-off: ``max(m, n) * eps`` by default, else a number in [0, 1)."""
     if rtol is None:
         return max(shape[-2:]) * eps
-    if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) \
-            or not (0 <= rtol < 1):
-        raise ValueError(f"rtol must be a number in [0, 1), got {rtol!r}")
-    return float(rtol)
-
-
-def _check_int(k, name, lo):
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {k!r}")
-    return int(k)
+    return check_real("rtol", rtol, 0, 1, exclusive_maximum=True)
 
 
 def _clean_singular_values(M, rtol, name):
@@ -146,7 +134,7 @@ def marginal_effective_rank(M, k, *, rtol=None):
     """
     eps = _input_eps(M)
     M = _as_matrices(M, "M")
-    k = _check_int(k, "k", 0)
+    k = check_int("k", k, 0)
     rtol = _check_rtol(rtol, M.shape, eps)
     sv = _clean_singular_values(M, rtol, "M")
     ranks = np.count_nonzero(sv, axis=-1)
@@ -199,7 +187,7 @@ def subspace_distance(M_t, M_final, rank=None, *, rtol=None):
                          "by its norm)")
     kmax = min(Mt.shape[-2:])
     if rank is not None:
-        rank = _check_int(rank, "rank", 1)
+        rank = check_int("rank", rank, 1)
         if rank > kmax:
             raise ValueError(f"rank must be <= min(m, n) = {kmax} for M_t of shape "
                              f"{Mt.shape[-2:]}, got {rank}")
@@ -243,17 +231,13 @@ def first_crossing(t, y, level, *, below=False):
     float or ndarray, shape (d,)
         ``t[0]`` if the condition already holds at the start, ``nan`` if it never holds.
     """
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if t.ndim != 1 or t.size < 1 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
-        raise ValueError(f"t must be a 1-D increasing array of finite times, got shape {t.shape}")
+    t = check_time_grid("t", t, strict=True)
+    y = np.asarray(y, dtype=float)  # may hold nan: such samples never count as reached
     if y.shape[:1] != t.shape or y.ndim not in (1, 2):
         raise ValueError(f"y must have shape ({t.size},) or ({t.size}, d), got {y.shape}")
     single = y.ndim == 1
     Y = y[:, None] if single else y
-    L = np.broadcast_to(np.asarray(level, dtype=float), Y.shape[1:])
-    if not np.all(np.isfinite(L)):
-        raise ValueError("level must be finite")
+    L = np.broadcast_to(check_array("level", level), Y.shape[1:])
     sign = -1.0 if below else 1.0
     reached = sign * (Y - L) >= 0                                  # (T, d)
     out = np.full(Y.shape[1], np.nan)

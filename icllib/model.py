@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .data import _check_finite_array, _check_int
+from .validation import check_array, check_instance, check_int
 
 __all__ = [
     "Params",
@@ -46,8 +46,8 @@ class Params:
     WQ: np.ndarray
 
     def __post_init__(self):
-        WP = _check_finite_array(self.WP, "WP")
-        WQ = _check_finite_array(self.WQ, "WQ")
+        WP = check_array("WP", self.WP)
+        WQ = check_array("WQ", self.WQ)
         if WP.ndim != 2 or WP.shape[0] != WP.shape[1] or WP.shape[0] % 2 or WP.shape[0] < 2:
             raise ValueError(f"WP must be a square 2d x 2d matrix with d >= 1, got shape {WP.shape}")
         if WQ.shape != WP.shape:
@@ -65,10 +65,10 @@ class Params:
             if not given:
                 raise ValueError("d must be given when no block is")
             d = given[0].shape[0]
-        d = _check_int(d, "d", 1)
+        d = check_int("d", d, 1)
         for name, b in blocks.items():
             if b is not None:
-                blocks[name] = _check_finite_array(b, name, (d, d))
+                blocks[name] = check_array(name, b, (d, d))
         WP = np.zeros((2 * d, 2 * d))
         WQ = np.zeros((2 * d, 2 * d))
         if blocks["p1"] is not None:
@@ -83,6 +83,7 @@ class Params:
 
     @property
     def d(self) -> int:
+        """Task dimension ``d`` (``W^P, W^Q`` are ``2d x 2d``)."""
         return self.WP.shape[0] // 2
 
     @property
@@ -116,17 +117,18 @@ class Params:
         return self.WQ[:, : self.d]
 
     def copy(self) -> "Params":
+        """An independent copy (new arrays)."""
         return Params(self.WP.copy(), self.WQ.copy())
 
 
 def _check_params(params):
-    if not isinstance(params, Params):
-        raise ValueError(f"params must be an icllib.model.Params, got {type(params).__name__}")
-    return params
+    """``params`` if it is a :class:`Params`, else ValueError."""
+    return check_instance("params", params, Params, "an icllib.model.Params")
 
 
 def _check_Z(Z, d):
-    Z = _check_finite_array(Z, "Z")
+    """A finite batch of embedded prompts (..., 2d, N+1) with at least one context column."""
+    Z = check_array("Z", Z)
     if Z.ndim < 2 or Z.shape[-2] != 2 * d:
         raise ValueError(f"Z must have shape (..., {2 * d}, N+1) to match params (d = {d}), got {Z.shape}")
     if Z.shape[-1] < 2:
@@ -185,17 +187,14 @@ def gamma_blocks(Sigma_hat, W, xq, N):
 
 
 def _check_statistics(Sigma_hat, W, xq, N):
-    Sigma_hat = _check_finite_array(Sigma_hat, "Sigma_hat")
+    """Finite ``Sigma_hat`` (..., d, d), ``W`` (..., d, d), ``xq`` (..., d) and ``N >= 1``."""
+    Sigma_hat = check_array("Sigma_hat", Sigma_hat)
     if Sigma_hat.ndim < 2 or Sigma_hat.shape[-1] != Sigma_hat.shape[-2]:
         raise ValueError(f"Sigma_hat must have shape (..., d, d), got {Sigma_hat.shape}")
     d = Sigma_hat.shape[-1]
-    W = _check_finite_array(W, "W")
-    if W.shape[-2:] != (d, d):
-        raise ValueError(f"W must have shape (..., {d}, {d}) to match Sigma_hat, got {W.shape}")
-    xq = _check_finite_array(xq, "xq")
-    if xq.shape[-1:] != (d,):
-        raise ValueError(f"xq must have shape (..., {d}) to match Sigma_hat, got {xq.shape}")
-    N = _check_int(N, "N", 1)
+    W = check_array("W", W, (..., d, d), hint=" to match Sigma_hat")
+    xq = check_array("xq", xq, (..., d), hint=" to match Sigma_hat")
+    N = check_int("N", N, 1)
     return Sigma_hat, W, xq, N
 
 
@@ -224,6 +223,7 @@ class Pathways(NamedTuple):
 
     @property
     def total(self) -> np.ndarray:
+        """The prediction ``y_hat``, the sum of the four pathways."""
         return self.p1_q1 + self.p1_q2 + self.p2_q1 + self.p2_q2
 
 
@@ -257,14 +257,10 @@ def reduced_predict(p2, q1, W, Sigma_hat, xq):
 
     Batched over leading axes of ``W``, ``Sigma_hat``, ``xq``; returns shape (..., d).
     """
-    Sigma_hat = _check_finite_array(Sigma_hat, "Sigma_hat")
+    Sigma_hat = check_array("Sigma_hat", Sigma_hat)
     d = Sigma_hat.shape[-1]
-    p2 = _check_finite_array(p2, "p2", (d, d))
-    q1 = _check_finite_array(q1, "q1", (d, d))
-    W = _check_finite_array(W, "W")
-    if W.shape[-2:] != (d, d):
-        raise ValueError(f"W must have shape (..., {d}, {d}), got {W.shape}")
-    xq = _check_finite_array(xq, "xq")
-    if xq.shape[-1:] != (d,):
-        raise ValueError(f"xq must have shape (..., {d}), got {xq.shape}")
+    p2 = check_array("p2", p2, (d, d))
+    q1 = check_array("q1", q1, (d, d))
+    W = check_array("W", W, (..., d, d))
+    xq = check_array("xq", xq, (..., d))
     return np.matmul(p2, np.matmul(W, np.matmul(Sigma_hat, np.matmul(q1, xq[..., None]))))[..., 0]

@@ -10,6 +10,10 @@ from __future__ import annotations
 import matplotlib as mpl
 import numpy as np
 
+from .validation import check_int
+
+__all__ = ["BOOK_STYLE", "use_book_style", "mode_colors"]
+
 # Colour-blind-safe qualitative palette (Okabe & Ito), extended by a colormap.
 _OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 
@@ -41,8 +45,7 @@ def mode_colors(d: int) -> list[str]:
     d : int
         Number of modes, ``d >= 1``.
     """
-    if not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    d = check_int("d", d, 1)
     if d <= len(_OKABE_ITO):
         return _OKABE_ITO[:d]
     cmap = mpl.colormaps["viridis"]

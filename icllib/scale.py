@@ -14,6 +14,10 @@ from __future__ import annotations
 import os
 from typing import TypeVar
 
+from .validation import check_choice
+
+__all__ = ["SCALES", "ENV_VAR", "current_scale", "pick"]
+
 T = TypeVar("T")
 
 SCALES = ("quick", "full")
@@ -34,11 +38,7 @@ def current_scale() -> str:
         If the variable holds anything else.
     """
     value = os.environ.get(ENV_VAR, "").strip().lower() or "quick"
-    if value not in SCALES:
-        raise ValueError(
-            f"{ENV_VAR} must be one of {SCALES} (or unset for 'quick'), got {value!r}"
-        )
-    return value
+    return check_choice(f"{ENV_VAR} (unset means 'quick')", value, SCALES)
 
 
 def pick(*, quick: T, full: T) -> T:

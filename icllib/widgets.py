@@ -41,6 +41,25 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .validation import check_choice
+
+__all__ = [
+    "ENV_VAR",
+    "MODES",
+    "MAX_FRAMES",
+    "Control",
+    "slider",
+    "dropdown",
+    "figure_mode",
+    "check_finite",
+    "draw_figure",
+    "render_frames",
+    "static_html",
+    "StaticFigure",
+    "live_widget",
+    "interactive_figure",
+]
+
 ENV_VAR = "ICLLIB_FIGURES"
 MODES = ("live", "static")
 MAX_FRAMES = 64
@@ -120,9 +139,7 @@ def dropdown(options, value=None, label: str | None = None, fmt: str = "{}") -> 
 def figure_mode() -> str:
     """Return ``"live"`` or ``"static"`` from ``ICLLIB_FIGURES`` (default ``"live"``)."""
     mode = os.environ.get(ENV_VAR, "").strip().lower() or "live"
-    if mode not in MODES:
-        raise ValueError(f"{ENV_VAR} must be one of {MODES}, got {mode!r}")
-    return mode
+    return check_choice(ENV_VAR, mode, MODES)
 
 
 def check_finite(fig: Figure, where: str = "") -> None:
@@ -318,9 +335,7 @@ def interactive_figure(draw: Callable, controls: Mapping[str, Control], *, figsi
         raise ValueError("draw must be a callable draw(fig, **values)")
     if not isinstance(controls, Mapping) or not all(isinstance(c, Control) for c in controls.values()):
         raise ValueError("controls must map names to slider(...) or dropdown(...) controls")
-    mode = mode or figure_mode()
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    mode = check_choice("mode", mode or figure_mode(), MODES)
     if mode == "static":
         frames = render_frames(draw, controls, figsize=figsize, dpi=dpi)
         result = StaticFigure(static_html(frames, controls, alt), frames)

@@ -285,3 +285,48 @@ def test_moment_identity_E_Sh_A_Sh():
         vals = (Sh @ A @ Sh).reshape(n, 9)
         assert np.max(np.abs(zscores(vals, predicted.ravel()))) < Z_MAX
         assert np.max(np.abs(zscores(vals, decoupled.ravel()))) > 4 * Z_MAX
+
+
+# ----------------------------------------------------------------------------- the raw draws
+
+
+def test_box_muller_normals_are_standard_normal_and_seeded():
+    """icllib.data.draws.standard_normal: moments, independence of the pair halves, seeds."""
+    from icllib.data.draws import CHUNK_PAIRS, standard_normal
+
+    z = standard_normal(np.random.default_rng(11), 400_001)  # odd: the last pair is cut
+    assert z.shape == (400_001,) and z.dtype == np.float64
+    for power, moment in ((1, 0.0), (2, 1.0), (3, 0.0), (4, 3.0)):
+        assert abs(zscores(z**power, moment)) < Z_MAX, power
+    # a chunk of k words holds the k cosines, then the k sines of the same pairs: they are
+    # uncorrelated, and so are their squares (a shared radius alone would correlate those)
+    k = CHUNK_PAIRS
+    c, s = z[:k], z[k : 2 * k]
+    assert abs(zscores(c * s, 0.0)) < Z_MAX
+    assert abs(zscores(c**2 * s**2, 1.0)) < Z_MAX
+    np.testing.assert_array_equal(z, standard_normal(np.random.default_rng(11), 400_001))
+    assert not np.allclose(z[:100], standard_normal(np.random.default_rng(12), 400_001)[:100])
+    out = np.empty((3, 5))
+    assert standard_normal(np.random.default_rng(0), (3, 5), out=out) is out
+    with pytest.raises(ValueError, match="out must be a C-contiguous float64 array"):
+        standard_normal(np.random.default_rng(0), (3, 5), out=np.empty((5, 3)))
+    # a 32-bit bit generator (raw words of 32 bits) goes through Generator.integers
+    w = standard_normal(np.random.Generator(np.random.MT19937(3)), 200_000)
+    assert abs(zscores(w**2, 1.0)) < Z_MAX and abs(zscores(w**4, 3.0)) < Z_MAX
+
+
+@pytest.mark.parametrize("N, D", [(1, 3), (3, 5), (7, 4), (20, 8), (100, 2)])
+def test_bartlett_diagonal_is_chi_with_N_minus_j_degrees_of_freedom(N, D):
+    """Diagonal draws (sums of exponentials and a squared normal for few degrees of freedom,
+    numpy's gamma for many): mean N - j and variance 2 (N - j) of G_jj^2, row by row."""
+    from icllib.data.wishart import bartlett_factor
+
+    n = 100_000
+    G = bartlett_factor(np.random.default_rng(N + 10 * D), N, D, n)
+    m = min(N, D)
+    assert G.shape == (m, D, n)
+    chi2 = np.diagonal(G, axis1=0, axis2=1).T ** 2  # (m, n)
+    dof = N - np.arange(m)
+    assert np.max(np.abs(zscores(chi2.T, dof))) < Z_MAX
+    assert np.max(np.abs(zscores(((chi2.T - dof) ** 2), 2 * dof))) < Z_MAX
+    assert np.all(G[np.tril_indices(m, -1, D)] == 0)

@@ -1,0 +1,201 @@
+r"""Losses of the reduced model as functions of the modes, and their floors (book ch. 1, 2, 5).
+
+* :func:`paper_loss` (paper eq. 14, as corrected in book chapter 5) and its gradient, whose
+  gradient flow is the paper's decoupled dynamics (eqs. 9-10);
+* :func:`exact_loss` and its gradient, the exact task- and data-averaged loss (book chapter
+  2, 'The exact mean loss and its gradient flow');
+* the floors :func:`converged_loss`, :func:`exact_converged_loss` and the starting value
+  :func:`initial_loss` (book chapter 5, 'The floor');
+* :func:`prediction_at_convergence`, what the model computes at the paper's fixed point
+  (eq. 11; book chapters 1 and 3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..validation import check_array, check_int, check_modes, check_spectrum
+from .fixed_points import exact_fixed_point
+from .moments import s_inf
+
+__all__ = [
+    "paper_loss",
+    "paper_loss_grad",
+    "exact_loss",
+    "exact_loss_grad",
+    "converged_loss",
+    "exact_converged_loss",
+    "initial_loss",
+    "prediction_at_convergence",
+]
+
+
+def paper_loss(a, s, N):
+    r"""The paper's mean loss as a function of the mode products (eq. 14, corrected).
+
+    ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)`` (book chapter 5; the
+    circulating form with ``s_a a_inf a_a^2`` is dimensionally wrong).  Its gradient flow with
+    ``tau = 1/(eta s^2)`` is the paper's eqs. 9-10.
+
+    Parameters
+    ----------
+    a : array_like, shape (..., d)
+        Products ``p_a q_a``; leading axes (e.g. time) are kept.
+    s : array_like, shape (d,)
+    N : int
+
+    Returns
+    -------
+    ndarray, shape (...)
+    """
+    s = check_spectrum("s", s)
+    a = check_modes("a", a, s.size)
+    k = s_inf(s, N)
+    return 0.5 * np.sum(s * (1.0 - 2.0 * s * a + s * k * a * a), axis=-1)
+
+
+def paper_loss_grad(p, q, s, N):
+    r"""Gradient ``(dL/dp, dL/dq)`` of :func:`paper_loss` at ``a = p q``.
+
+    ``dL/dp_a = -s_a^2 q_a (1 - s_inf_a a_a)``, ``dL/dq_a = -s_a^2 p_a (1 - s_inf_a a_a)``.
+
+    Returns
+    -------
+    g_p, g_q : ndarray, shape (..., d)
+    """
+    s = check_spectrum("s", s)
+    p = check_modes("p", p, s.size)
+    q = check_modes("q", q, s.size)
+    f = -(s ** 2) * (1.0 - s_inf(s, N) * p * q)
+    return f * q, f * p
+
+
+def exact_loss(p, q, s, N):
+    r"""Exact task- and data-averaged loss of the reduced model (book chapter 2).
+
+    ``l = 1/2 sum_a [s_a - 2 s_a^2 a_a + ((N+1)/N) s_a^3 a_a^2]``
+    ``  + (1/(2N)) (sum_a s_a p_a^2)(sum_b s_b^2 q_b^2)``,  ``a_a = p_a q_a``,
+
+    for ``p2 = U diag(p) U^T``, ``q1 = U diag(q) U^T``, ``p1 = q2 = 0``, tasks with
+    ``E[lambda^2] = 1`` and Gaussian data.  It equals :func:`paper_loss` when ``S`` is
+    isotropic and ``p, q`` are mode-uniform, or when ``p`` is mode-uniform (``p2 ~ I``).
+
+    Parameters
+    ----------
+    p, q : array_like, shape (..., d)
+    s : array_like, shape (d,)
+    N : int
+
+    Returns
+    -------
+    ndarray, shape (...)
+    """
+    s = check_spectrum("s", s)
+    N = check_int("N", N, 1)
+    p = check_modes("p", p, s.size)
+    q = check_modes("q", q, s.size)
+    a = p * q
+    diag = 0.5 * np.sum(s - 2.0 * s ** 2 * a + ((N + 1) / N) * s ** 3 * a * a, axis=-1)
+    cross = np.sum(s * p * p, axis=-1) * np.sum(s ** 2 * q * q, axis=-1) / (2.0 * N)
+    return diag + cross
+
+
+def exact_loss_grad(p, q, s, N):
+    r"""Gradient ``(dl/dp, dl/dq)`` of :func:`exact_loss` (book chapter 2).
+
+    ``dl/dp_a = -s_a^2 q_a + ((N+1)/N) s_a^3 a_a q_a + (1/N) s_a p_a sum_b s_b^2 q_b^2``,
+    ``dl/dq_a = -s_a^2 p_a + ((N+1)/N) s_a^3 a_a p_a + (1/N) s_a^2 q_a sum_b s_b p_b^2``.
+
+    Returns
+    -------
+    g_p, g_q : ndarray, shape (..., d)
+    """
+    s = check_spectrum("s", s)
+    N = check_int("N", N, 1)
+    p = check_modes("p", p, s.size)
+    q = check_modes("q", q, s.size)
+    a = p * q
+    Qs = np.sum(s ** 2 * q * q, axis=-1, keepdims=True)
+    Ps = np.sum(s * p * p, axis=-1, keepdims=True)
+    common = -(s ** 2) + ((N + 1) / N) * s ** 3 * a
+    return common * q + s * p * Qs / N, common * p + s ** 2 * q * Ps / N
+
+
+def converged_loss(s, N):
+    r"""The paper's loss at its fixed point, ``L_inf = 1/2 sum_a s_a (1 - s_a / s_inf_a)``.
+
+    :func:`paper_loss` at ``a = 1/s_inf`` (book chapter 5, 'The floor').  Positive for finite
+    ``N`` (the context estimate ``Sigma_hat`` is noisy), ``-> 0`` as ``N -> infinity``.
+    """
+    s = check_spectrum("s", s)
+    return 0.5 * float(np.sum(s * (1.0 - s / s_inf(s, N))))
+
+
+def exact_converged_loss(s, N):
+    r"""Minimum of :func:`exact_loss` (book chapter 5, 'The floor').
+
+    At the minimiser (:func:`exact_fixed_point`) the stationarity conditions reduce the
+    loss to ``l* = 1/2 sum_a s_a (1 - s_a a*_a)``; with every mode active,
+
+    ``l* = 1/2 [Tr S / (N+1) + N (sum_a sqrt(s_a))^2 / ((N+1)(N+1+d))]``,
+
+    so ``N l* -> (Tr S + (sum_a sqrt(s_a))^2) / 2`` as ``N -> infinity``, whereas the
+    paper's :func:`converged_loss` has ``N L_inf -> (d+1) Tr S / 2``.  By Cauchy-Schwarz
+    ``(sum sqrt(s))^2 <= d Tr S``: the two agree for isotropic ``S`` and otherwise the
+    paper's value is the larger at large ``N`` (by 10 % for ``s = (4, 2, 1, 0.5)``).
+    Computed here as ``1/2 sum_a [s_a - 2 s_a^2 a*_a + ((N+1)/N) s_a^3 a*_a^2]
+    + (1/(2N)) (sum_a s_a^{3/2} a*_a)^2``, valid for any active set.
+    """
+    s = check_spectrum("s", s)
+    N = check_int("N", N, 1)
+    a = exact_fixed_point(s, N)
+    diag = 0.5 * np.sum(s - 2.0 * s ** 2 * a + ((N + 1) / N) * s ** 3 * a * a)
+    cross = np.sum(s ** 1.5 * a) ** 2 / (2.0 * N)
+    return float(diag + cross)
+
+
+def initial_loss(s):
+    r"""Loss at ``p = q = 0`` (prediction 0): ``Tr S / 2`` (book chapter 5)."""
+    s = check_spectrum("s", s)
+    return 0.5 * float(np.sum(s))
+
+
+def prediction_at_convergence(W, Sigma_hat, xq, Sigma_x, N):
+    r"""Prediction at the paper's fixed point (paper eq. 11; book chapter 3).
+
+    ``y_hat = W Sigma_hat [((N+1)/N) Sigma_x + (Tr Sigma_x / N) I]^{-1} x_q``: one
+    preconditioned gradient step on the context (the optimum of Ahn et al. 2023 and Zhang,
+    Frei & Bartlett 2023).  It equals ``p2 W Sigma_hat q1 x_q`` exactly when
+    ``p2 q1 = s_inf(Sigma_x)^{-1}`` and ``p2`` is a multiple of ``I``; it tends to
+    ``W x_q`` as ``N -> infinity``.
+
+    Parameters
+    ----------
+    W : array_like, shape (..., d, d)
+        Task matrices.
+    Sigma_hat : array_like, shape (..., d, d)
+        Context covariances ``(1/N) sum_i x_i x_i^T``.
+    xq : array_like, shape (..., d)
+        Queries.
+    Sigma_x : array_like, shape (d, d)
+        Input covariance (symmetric positive definite).
+    N : int
+        Context length.
+
+    Returns
+    -------
+    ndarray, shape (..., d)
+    """
+    N = check_int("N", N, 1)
+    Sx = check_array("Sigma_x", Sigma_x)
+    if Sx.ndim != 2 or Sx.shape[0] != Sx.shape[1]:
+        raise ValueError(f"Sigma_x must be a square (d, d) matrix, got shape {Sx.shape}")
+    d = Sx.shape[0]
+    W = check_array("W", W, (..., d, d))
+    Sh = check_array("Sigma_hat", Sigma_hat, (..., d, d))
+    xq = check_array("xq", xq, (..., d))
+    if not np.allclose(Sx, Sx.T, rtol=1e-10, atol=1e-12 * np.abs(Sx).max()):
+        raise ValueError("Sigma_x must be symmetric")
+    precond = ((N + 1) / N) * Sx + (np.trace(Sx) / N) * np.eye(d)
+    v = np.linalg.solve(precond, xq[..., None])[..., 0]
+    return np.einsum("...ij,...jk,...k->...i", W, Sh, v)

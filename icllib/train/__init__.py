@@ -1,0 +1,40 @@
+"""SGD on the full linear transformer with analytic gradients (book chapters 2-4).
+
+Loss and time convention
+------------------------
+The loss of a minibatch of ``B`` prompts is the batch **mean**
+
+    L = (1 / B) sum_b 1/2 || W_b x_q,b - y_hat_b ||^2,
+
+and one SGD step is ``theta -> theta - eta grad L``.  The mean flow of this is the gradient
+flow of the expected loss with time measured in SGD steps, so the time constant of mode
+``alpha`` is ``tau_alpha = 1 / (eta s_alpha^2)`` **SGD steps** (book chapter 4,
+``convention="steps"`` in :mod:`icllib.theory`).
+
+The package holds one idea per module; the names in brackets are importable from here:
+
+:mod:`icllib.train.gradients`
+    the loss and its exact gradients (``loss_and_grads``);
+:mod:`icllib.train.initialisation`
+    ``balanced_init``, ``random_init``;
+:mod:`icllib.train.stability`
+    ``stable_eta``, ``DivergenceError``;
+:mod:`icllib.train.sgd`
+    the training loop ``train_sgd`` and its ``Recording``.
+"""
+
+from .gradients import loss_and_grads
+from .initialisation import balanced_init, random_init
+from .sgd import Recording, train_sgd
+from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
+
+__all__ = [
+    "loss_and_grads",
+    "balanced_init",
+    "random_init",
+    "stable_eta",
+    "DivergenceError",
+    "Recording",
+    "train_sgd",
+    "DIVERGENCE_FACTOR",
+]

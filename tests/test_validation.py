@@ -1,0 +1,168 @@
+"""Tests for icllib.validation: one rule per kind of argument, applied everywhere.
+
+Also checks the module structure of the linear half: every module declares ``__all__`` (and
+defines what it lists), and no module imports another module's private name.
+"""
+
+import ast
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from icllib.data import DataConfig
+from icllib.theory import exact_loss, s_inf, tau
+from icllib.train import balanced_init, train_sgd
+from icllib.validation import (
+    check_array,
+    check_choice,
+    check_generator,
+    check_int,
+    check_nonnegative,
+    check_orthogonal,
+    check_positive,
+    check_real,
+    check_spectrum,
+    check_time_grid,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+LINEAR = sorted(p for p in (ROOT / "icllib").rglob("*.py") if "nonlinear" not in p.parts)
+
+
+# ----------------------------------------------------------------------------- integers
+
+
+@pytest.mark.parametrize("value", [3, np.int64(3), np.int32(3), np.uint8(3)])
+def test_integers_are_integral_values(value):
+    out = check_int("n", value, 1)
+    assert out == 3 and type(out) is int
+
+
+@pytest.mark.parametrize("value", [3.0, np.float64(3.0), True, np.bool_(True), "3", None,
+                                   np.array(3)])
+def test_integral_floats_bools_and_others_are_not_integers(value):
+    with pytest.raises(ValueError, match=r"^n must be an integer >= 1, got "):
+        check_int("n", value, 1)
+
+
+def test_integer_range_messages():
+    with pytest.raises(ValueError, match=r"^N must be an integer >= 1, got 0$"):
+        check_int("N", 0, 1)
+    with pytest.raises(ValueError, match=r"^k must be an integer in 1\.\.5, got 7$"):
+        check_int("k", 7, 1, 5)
+    with pytest.raises(ValueError, match=r"^k must be an integer <= 5, got 6$"):
+        check_int("k", 6, maximum=5)
+    assert check_int("k", 5, 1, 5) == 5
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: s_inf([1.0, 2.0], 10.0),
+        lambda: exact_loss(np.ones(2), np.ones(2), [1.0, 2.0], 10.0),
+        lambda: DataConfig(s=[1.0, 2.0], N=10.0),
+        lambda: tau([1.0], 0.1, P=4.0, convention="passes"),
+        lambda: train_sgd(DataConfig(s=[1.0], N=3), balanced_init(1, 0.1), eta=0.1, B=4,
+                          steps=10.0, rng=np.random.default_rng(0)),
+    ],
+)
+def test_one_integer_rule_everywhere(call):
+    """The same count given as 10.0 is rejected by every module (it used to pass theory)."""
+    with pytest.raises(ValueError, match="must be an integer"):
+        call()
+
+
+# ----------------------------------------------------------------------------- reals
+
+
+def test_real_numbers():
+    assert check_real("x", np.float32(0.5)) == 0.5 and check_real("x", 2) == 2.0
+    assert check_positive("eta", 1e-3) == 1e-3
+    assert check_nonnegative("noise", 0) == 0.0
+    for bad in (True, "0.1", np.array(0.1), None, np.nan, np.inf):
+        with pytest.raises(ValueError, match=r"^x must be a finite number, got "):
+            check_real("x", bad)
+    with pytest.raises(ValueError, match=r"^eta must be a finite number > 0, got 0\.0$"):
+        check_positive("eta", 0.0)
+    with pytest.raises(ValueError, match=r"^noise must be a finite number >= 0, got -1$"):
+        check_nonnegative("noise", -1)
+    with pytest.raises(ValueError, match=r"^rtol must be a finite number in \[0, 1\), got 1$"):
+        check_real("rtol", 1, 0, 1, exclusive_maximum=True)
+    with pytest.raises(ValueError, match=r"in \(0, 1\)"):
+        check_real("f", 0.0, 0, 1, exclusive_minimum=True, exclusive_maximum=True)
+
+
+# ----------------------------------------------------------------------------- others
+
+
+def test_choices_and_generators():
+    assert check_choice("sampler", "tokens", ("statistics", "tokens")) == "tokens"
+    with pytest.raises(ValueError, match=r"^sampler must be 'statistics' or 'tokens', got 'x'$"):
+        check_choice("sampler", "x", ("statistics", "tokens"))
+    with pytest.raises(ValueError, match=r"^mode must be one of 'a', 'b', 'c', got "):
+        check_choice("mode", np.zeros(2), ("a", "b", "c"))
+    rng = np.random.default_rng(0)
+    assert check_generator("rng", rng) is rng
+    with pytest.raises(ValueError, match=r"^rng must be a numpy\.random\.Generator"):
+        check_generator("rng", np.random.RandomState(0))
+
+
+def test_arrays():
+    a = check_array("W", [[1, 2], [3, 4]], (..., 2, 2))
+    assert a.dtype == np.float64
+    assert check_array("W", np.zeros((5, 3, 2, 2)), (..., 2, 2)).shape == (5, 3, 2, 2)
+    assert check_array("x", np.zeros((4, 7)), (4, None)).shape == (4, 7)
+    message = r"^W must have shape \(\.\.\., 2, 2\) to match S, got \(2,\)$"
+    with pytest.raises(ValueError, match=message):
+        check_array("W", np.zeros(2), (..., 2, 2), hint=" to match S")
+    with pytest.raises(ValueError, match=r"^p0 must have shape \(3,\), got \(2,\)$"):
+        check_array("p0", np.zeros(2), (3,))
+    with pytest.raises(ValueError, match=r"^x must hold finite values$"):
+        check_array("x", [1.0, np.nan])
+    with pytest.raises(ValueError, match=r"^x must be a real array"):
+        check_array("x", "abc")
+    with pytest.raises(ValueError, match="s must hold positive finite eigenvalues"):
+        check_spectrum("s", [1.0, 0.0])
+    with pytest.raises(ValueError, match="s must be a 1-D array"):
+        check_spectrum("s", [[1.0]])
+    with pytest.raises(ValueError, match="t must be increasing"):
+        check_time_grid("t", [0.0, 0.0], strict=True)
+    with pytest.raises(ValueError, match="t must start at >= 0"):
+        check_time_grid("t", [-1.0, 0.0], start=0)
+    assert check_orthogonal("U", None, 3) is None
+    with pytest.raises(ValueError, match="U must be orthogonal"):
+        check_orthogonal("U", [[1.0, 1.0], [0.0, 1.0]], 2)
+
+
+# ----------------------------------------------------------------------------- structure
+
+
+def _module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+@pytest.mark.parametrize("path", LINEAR, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_module_declares_what_it_exports(path):
+    module = importlib.import_module(_module_name(path))
+    assert isinstance(module.__all__, list), path
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing, f"{path}: __all__ lists undefined names {missing}"
+
+
+@pytest.mark.parametrize("path", LINEAR, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_imports_another_modules_private_names(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    private = [
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.level > 0 or (node.module or "").startswith("icllib"))
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert not private, f"{path} imports private names {private}"
