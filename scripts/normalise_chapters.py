@@ -6,9 +6,11 @@ jupytext writes its own canonical MyST form (header with ``format_version`` and
 chapters in that form means opening, running and saving one changes nothing. Run after
 editing a chapter; ``tests/test_notebook_form.py`` checks it.
 
-    .venv/bin/python scripts/normalise_chapters.py
+    .venv/bin/python scripts/normalise_chapters.py              # every chapter
+    .venv/bin/python scripts/normalise_chapters.py book/02-dynamics.md   # just these
 """
 
+import sys
 from pathlib import Path
 
 import jupytext
@@ -17,11 +19,12 @@ from ipykernel.kernelspec import get_kernel_dict
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main():
+def main(paths=None):
     spec = get_kernel_dict()
     kernelspec = {"display_name": spec["display_name"], "language": spec["language"],
                   "name": "python3"}
-    for path in sorted((ROOT / "book").glob("*.md")):
+    chosen = [Path(p).resolve() for p in paths] if paths else sorted((ROOT / "book").glob("*.md"))
+    for path in chosen:
         source = path.read_text(encoding="utf-8")
         if "kernelspec:" not in source[:600]:
             continue
@@ -34,4 +37,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
