@@ -3,7 +3,8 @@ fails plausible wrong formulas (so a reader's mistake is caught)."""
 
 import numpy as np
 
-from icllib.exercises import _sample_all_active_spectrum, check_exact_fixed_point
+from icllib.exercises import check_exact_fixed_point
+from icllib.exercises.fixed_points import _sample_all_active_spectrum
 from icllib.theory import exact_fixed_point, paper_fixed_point
 
 

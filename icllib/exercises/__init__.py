@@ -1,0 +1,37 @@
+"""Checkers for the book's coding exercises.
+
+A checker calls the reader's function and icllib's reference implementation on the same
+random inputs, compares the outputs, prints a one-line verdict and returns a
+:class:`CheckResult` (truthy when the reader's function passed).  The book's figures always
+come from the reference code, never from the reader's answer.
+
+Layout: :mod:`icllib.exercises.core` holds the generic engine (:func:`check_function`); each
+chapter's checkers live in their own module (``setup``, ``dynamics``, ``fixed_points``,
+``timescales``, ``loss``, ...), each a small ``check_<thing>`` wrapper that names the reference
+and draws the inputs.  A new checker goes in its chapter's module and is re-exported here.
+Model and theory modules never import this package.
+
+Example
+-------
+>>> from icllib.exercises import check_exact_mean_velocity
+>>> from icllib.flows import exact_mean_velocity
+>>> result = check_exact_mean_velocity(lambda p, q, s, N, eta: exact_mean_velocity(p, q, s, N, eta=eta))
+PASSED exact_mean_velocity: ...
+"""
+
+from .core import CheckResult, check_function
+from .setup import check_prediction_at_convergence
+from .dynamics import check_exact_mean_velocity
+from .fixed_points import check_exact_fixed_point
+from .timescales import check_logistic_a
+from .loss import check_paper_loss
+
+__all__ = [
+    "CheckResult",
+    "check_function",
+    "check_prediction_at_convergence",
+    "check_exact_mean_velocity",
+    "check_exact_fixed_point",
+    "check_logistic_a",
+    "check_paper_loss",
+]

@@ -1,0 +1,35 @@
+"""Checkers for the exercises of chapter 2 (book/02-dynamics.md)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .core import CheckResult, check_function
+
+__all__ = ["check_exact_mean_velocity"]
+
+
+def _sample_mode_inputs(rng):
+    d = int(rng.integers(1, 7))
+    return {"p": rng.standard_normal(d), "q": rng.standard_normal(d),
+            "s": rng.uniform(0.1, 3.0, size=d), "N": int(rng.integers(1, 60)),
+            "eta": float(rng.uniform(0.01, 0.2))}
+
+
+def check_exact_mean_velocity(candidate: Callable, *, trials: int = 20,
+                              seed: int = 0) -> CheckResult:
+    """Check ``candidate(p, q, s, N, eta) -> (dp, dq)`` against the exact mean flow.
+
+    Reference: :func:`icllib.flows.exact_mean_velocity` (book chapter 2, 'The exact mean
+    loss and its gradient flow'), the gradient flow ``-eta grad l(p, q)`` of the exact mean
+    loss, on random ``p, q`` (both signs),
+    spectra ``s`` in ``[0.1, 3]`` with ``d`` in ``1..6``, ``N`` in ``1..59``.  Tolerance
+    ``rtol = 1e-7``.
+    """
+    from ..flows import exact_mean_velocity
+
+    def reference(p, q, s, N, eta):
+        return exact_mean_velocity(p, q, s, N, eta=eta)
+
+    return check_function(candidate, reference, _sample_mode_inputs, trials=trials, seed=seed,
+                          rtol=1e-7, atol=1e-12, name="exact_mean_velocity")

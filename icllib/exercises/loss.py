@@ -1,0 +1,35 @@
+"""Checkers for the exercises of chapter 5 (book/05-loss.md)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .core import CheckResult, check_function
+
+__all__ = ["check_paper_loss"]
+
+
+def _sample_paper_loss_inputs(rng):
+    """Products ``a`` (T, d) on the scale ``1/s`` (both signs), a spectrum and ``N``."""
+    d = int(rng.integers(1, 6))
+    s = np.exp(rng.uniform(np.log(0.1), np.log(4.0), size=d))
+    T = int(rng.integers(1, 20))
+    a = rng.uniform(-0.5, 2.0, size=(T, d)) / s
+    return {"a": a, "s": s, "N": int(rng.integers(1, 300))}
+
+
+def check_paper_loss(candidate: Callable, *, trials: int = 20, seed: int = 0) -> CheckResult:
+    """Check ``candidate(a, s, N) -> L`` (shape ``(T,)`` for ``a`` of shape ``(T, d)``).
+
+    Reference: :func:`icllib.theory.paper_loss`, the paper's eq. 14 as corrected in the book
+    (chapter 5, 'The loss as a function of the modes'),
+    ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)``, on random
+    products ``a`` (both signs, on the scale ``1/s``), ``d`` in ``1..5``, ``s`` in
+    ``[0.1, 4]``, ``N`` in ``1..299``.  Tolerance ``rtol = 1e-9``.
+    """
+    from ..theory import paper_loss
+
+    return check_function(candidate, paper_loss, _sample_paper_loss_inputs, trials=trials,
+                          seed=seed, rtol=1e-9, atol=1e-12, name="paper_loss")
