@@ -49,7 +49,8 @@ class Params:
         WP = check_array("WP", self.WP)
         WQ = check_array("WQ", self.WQ)
         if WP.ndim != 2 or WP.shape[0] != WP.shape[1] or WP.shape[0] % 2 or WP.shape[0] < 2:
-            raise ValueError(f"WP must be a square 2d x 2d matrix with d >= 1, got shape {WP.shape}")
+            raise ValueError(
+                f"WP must be a square 2d x 2d matrix with d >= 1, got shape {WP.shape}")
         if WQ.shape != WP.shape:
             raise ValueError(f"WQ must have the shape of WP {WP.shape}, got {WQ.shape}")
         # own contiguous copies, so that block views and in-place updates are safe
@@ -116,7 +117,7 @@ class Params:
         """Left column-block ``[q1; q2]`` of ``W^Q`` (2d x d), a view."""
         return self.WQ[:, : self.d]
 
-    def copy(self) -> "Params":
+    def copy(self) -> Params:
         """An independent copy (new arrays)."""
         return Params(self.WP.copy(), self.WQ.copy())
 
@@ -130,9 +131,11 @@ def _check_Z(Z, d):
     """A finite batch of embedded prompts (..., 2d, N+1) with at least one context column."""
     Z = check_array("Z", Z)
     if Z.ndim < 2 or Z.shape[-2] != 2 * d:
-        raise ValueError(f"Z must have shape (..., {2 * d}, N+1) to match params (d = {d}), got {Z.shape}")
+        raise ValueError(
+            f"Z must have shape (..., {2 * d}, N+1) to match params (d = {d}), got {Z.shape}")
     if Z.shape[-1] < 2:
-        raise ValueError(f"Z needs at least one context column and the query (N+1 >= 2), got {Z.shape}")
+        raise ValueError(
+            f"Z needs at least one context column and the query (N+1 >= 2), got {Z.shape}")
     return Z
 
 
@@ -238,7 +241,8 @@ def pathways(Sigma_hat, W, xq, params, N):
     params = _check_params(params)
     Sigma_hat, W, xq, N = _check_statistics(Sigma_hat, W, xq, N)
     if Sigma_hat.shape[-1] != params.d:
-        raise ValueError(f"statistics have d = {Sigma_hat.shape[-1]} but params have d = {params.d}")
+        raise ValueError(
+            f"statistics have d = {Sigma_hat.shape[-1]} but params have d = {params.d}")
     x = xq[..., None]
     Gxx = Sigma_hat + np.matmul(x, np.swapaxes(x, -1, -2)) / N
     WT = np.swapaxes(W, -1, -2)

@@ -15,7 +15,9 @@ from .validation import check_int
 __all__ = ["BOOK_STYLE", "use_book_style", "mode_colors"]
 
 # Colour-blind-safe qualitative palette (Okabe & Ito), extended by a colormap.
-_OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+_OKABE_ITO = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",
+]
 
 BOOK_STYLE = {
     "figure.dpi": 90,

@@ -34,8 +34,9 @@ import io
 import itertools
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -150,7 +151,9 @@ def check_finite(fig: Figure, where: str = "") -> None:
         arrays += [np.ma.filled(np.asarray(im.get_array(), dtype=float), 0.0)
                    for im in ax.get_images() if im.get_array() is not None]
         for arr in arrays:
-            arr = np.ma.filled(np.asarray(arr, dtype=float), 0.0) if np.ma.isMaskedArray(arr) else np.asarray(arr, dtype=float)
+            if np.ma.isMaskedArray(arr):
+                arr = np.ma.filled(np.asarray(arr, dtype=float), 0.0)
+            arr = np.asarray(arr, dtype=float)
             if arr.size and not np.all(np.isfinite(arr)):
                 raise ValueError(f"the figure{where} draws a non-finite value in axes {ax_i}")
 
@@ -190,8 +193,8 @@ def render_frames(draw: Callable, controls: Mapping[str, Control], *, figsize=(7
     sizes = [len(controls[n].values) for n in names]
     total = int(np.prod(sizes)) if sizes else 1
     if total > MAX_FRAMES:
-        raise ValueError(f"controls give {total} combinations; at most {MAX_FRAMES} frames are drawn "
-                         f"for the static book (sizes {dict(zip(names, sizes))})")
+        raise ValueError(f"controls give {total} combinations; at most {MAX_FRAMES} frames are "
+                         f"drawn for the static book (sizes {dict(zip(names, sizes))})")
     frames = []
     for combo in itertools.product(*[range(s) for s in sizes]):
         values = {n: controls[n].values[i] for n, i in zip(names, combo)}
@@ -219,7 +222,10 @@ _SCRIPT = """
     img.src = b64 === null ? first : "data:image/png;base64," + b64;
     img.dataset.frame = String(flat);
   }
-  inputs.forEach(function (el) { el.addEventListener("input", update); el.addEventListener("change", update); });
+  inputs.forEach(function (el) {
+    el.addEventListener("input", update);
+    el.addEventListener("change", update);
+  });
   update();
 })();
 """
@@ -256,10 +262,12 @@ def static_html(frames: list[bytes], controls: Mapping[str, Control], alt: str =
                 f'<label>{caption} <input type="range" data-control="{html.escape(n)}" '
                 f'min="0" max="{len(c.values) - 1}" step="1" value="{c.index}" '
                 f'aria-label="{caption}" style="vertical-align:middle"> '
-                f'<output data-for="{html.escape(n)}">{html.escape(c.labels[c.index])}</output></label>')
+                f'<output data-for="{html.escape(n)}">'
+                f'{html.escape(c.labels[c.index])}</output></label>')
         else:
             opts = "".join(
-                f'<option value="{i}"{" selected" if i == c.index else ""}>{html.escape(lab)}</option>'
+                f'<option value="{i}"{" selected" if i == c.index else ""}>'
+                f'{html.escape(lab)}</option>'
                 for i, lab in enumerate(c.labels))
             parts.append(f'<label>{caption} <select data-control="{html.escape(n)}" '
                          f'aria-label="{caption}">{opts}</select></label>')
@@ -333,7 +341,8 @@ def interactive_figure(draw: Callable, controls: Mapping[str, Control], *, figsi
     """
     if not callable(draw):
         raise ValueError("draw must be a callable draw(fig, **values)")
-    if not isinstance(controls, Mapping) or not all(isinstance(c, Control) for c in controls.values()):
+    if not isinstance(controls, Mapping) or not all(
+            isinstance(c, Control) for c in controls.values()):
         raise ValueError("controls must map names to slider(...) or dropdown(...) controls")
     mode = check_choice("mode", mode or figure_mode(), MODES)
     if mode == "static":

@@ -34,7 +34,8 @@ def main():
         def log_message(self, *a):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE)))
+    handler = functools.partial(Quiet, directory=str(SITE))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
     with sync_playwright() as pw:
@@ -52,7 +53,8 @@ def main():
                 fig.scroll_into_view_if_needed()
                 fig.screenshot(path=str(out / f"{stem}-figure-before.png"))
                 control.evaluate("e => { e.value = e.tagName === 'SELECT' ? e.options.length - 1 : "
-                                 "(+e.value === +e.max ? 0 : e.max); e.dispatchEvent(new Event('input')); }")
+                                 "(+e.value === +e.max ? 0 : e.max); "
+                                 "e.dispatchEvent(new Event('input')); }")
                 fig.screenshot(path=str(out / f"{stem}-figure-after.png"))
                 print(out / f"{stem}-figure-after.png")
             page.close()

@@ -85,6 +85,8 @@ def test_prediction_checker_accepts_reference_rejects_unpreconditioned():
 
 
 def test_velocity_checker_accepts_reference_rejects_paper_flow():
-    assert check_exact_mean_velocity(lambda p, q, s, N, eta: exact_mean_velocity(p, q, s, N, eta=eta))
+    assert check_exact_mean_velocity(
+        lambda p, q, s, N, eta: exact_mean_velocity(p, q, s, N, eta=eta))
     # the paper's decoupled flow is a different function (it agrees only for d = 1)
-    assert not check_exact_mean_velocity(lambda p, q, s, N, eta: paper_velocity(p, q, s, N, eta=eta))
+    assert not check_exact_mean_velocity(
+        lambda p, q, s, N, eta: paper_velocity(p, q, s, N, eta=eta))

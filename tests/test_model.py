@@ -18,7 +18,8 @@ TOL = 1e-10
 
 
 def random_params(d, rng, scale=1.0):
-    return Params(scale * rng.standard_normal((2 * d, 2 * d)), scale * rng.standard_normal((2 * d, 2 * d)))
+    return Params(scale * rng.standard_normal((2 * d, 2 * d)),
+                  scale * rng.standard_normal((2 * d, 2 * d)))
 
 
 def batch(d=3, N=5, B=7, seed=0, U=True):
@@ -158,7 +159,8 @@ def test_model_functions_reject_mismatched_dimensions():
     with pytest.raises(ValueError, match="N must be an integer >= 1"):
         predict_from_statistics(b.Sigma_hat, b.W, b.xq, random_params(3, rng), 0)
     with pytest.raises(ValueError, match="xq must hold finite"):
-        predict_from_statistics(b.Sigma_hat, b.W, np.full_like(b.xq, np.nan), random_params(3, rng), 5)
+        predict_from_statistics(b.Sigma_hat, b.W, np.full_like(b.xq, np.nan),
+                                random_params(3, rng), 5)
     with pytest.raises(ValueError, match="params must be an icllib.model.Params"):
         forward(b.Z, (np.eye(6), np.eye(6)))
     with pytest.raises(ValueError, match="q1 must have shape"):

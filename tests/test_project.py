@@ -22,9 +22,11 @@ def requirement_pins():
 
 
 def test_requirements_pin_every_package_exactly():
-    lines = [ln.split("#")[0].strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()]
+    text = (ROOT / "requirements.txt").read_text()
+    lines = [ln.split("#")[0].strip() for ln in text.splitlines()]
     for line in filter(None, lines):
-        assert line == PYTORCH_CPU_INDEX or re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][^\s=]*", line), line
+        pinned = re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][^\s=]*", line)
+        assert line == PYTORCH_CPU_INDEX or pinned, line
     # torch from PyTorch's CPU index: PyPI's default Linux wheel is the multi-GB CUDA build.
     assert PYTORCH_CPU_INDEX in lines
     for needed in ("numpy", "scipy", "matplotlib", "ipywidgets", "jupytext", "torch",
@@ -63,7 +65,8 @@ def test_every_chapter_is_in_the_table_of_contents():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     listed = {toc["root"]} | {c["file"] for c in toc.get("chapters", [])}
     pages = {f"book/{p.stem}" for p in (ROOT / "book").glob("*.md")}
-    assert pages == listed, f"not in _toc.yml: {pages - listed}; listed but missing: {listed - pages}"
+    assert pages == listed, (f"not in _toc.yml: {pages - listed}; "
+                             f"listed but missing: {listed - pages}")
 
 
 def test_readme_commands_and_ci_entry_point():
@@ -146,7 +149,8 @@ def book_site():
     """The book's local Sphinx extension, imported from its path (it is not a package)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("book_site", ROOT / "book" / "_ext" / "book_site.py")
+    path = ROOT / "book" / "_ext" / "book_site.py"
+    spec = importlib.util.spec_from_file_location("book_site", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -210,7 +214,8 @@ def test_citations_are_plain_links_to_works_in_references_bib():
         text = path.read_text(encoding="utf-8")
         assert "{cite" not in text and "{bibliography}" not in text, path.name
         cited = set(re.findall(r"https://arxiv\.org/abs/(\d{4}\.\d{4,5})", text))
-        assert cited <= arxiv_ids, f"{path.name} links to works not in references.bib: {cited - arxiv_ids}"
+        assert cited <= arxiv_ids, (
+            f"{path.name} links to works not in references.bib: {cited - arxiv_ids}")
         if not cited:
             continue
         body, _, refs = text.partition("\n## References\n")

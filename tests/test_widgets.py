@@ -25,7 +25,8 @@ def test_static_renders_every_combination_in_row_major_order():
         calls.append((slope, offset))
         draw_line(fig, slope, offset)
 
-    controls = {"slope": slider([-1.0, 0.0, 1.0], value=0.0), "offset": dropdown({"low": -1, "high": 1})}
+    controls = {"slope": slider([-1.0, 0.0, 1.0], value=0.0),
+                "offset": dropdown({"low": -1, "high": 1})}
     fig = interactive_figure(draw, controls, mode="static")
     assert calls == [(s, o) for s in (-1.0, 0.0, 1.0) for o in (-1, 1)]
     assert len(fig.frames) == 6
@@ -71,8 +72,8 @@ def test_nan_in_image_raises():
 
 def test_too_many_frames_is_refused():
     with pytest.raises(ValueError, match="at most"):
-        interactive_figure(draw_line, {"slope": slider(list(range(20))), "offset": slider(list(range(5)))},
-                           mode="static")
+        controls = {"slope": slider(list(range(20))), "offset": slider(list(range(5)))}
+        interactive_figure(draw_line, controls, mode="static")
 
 
 def test_bad_controls_and_values():

@@ -15,16 +15,18 @@ Example
 -------
 >>> from icllib.exercises import check_exact_mean_velocity
 >>> from icllib.flows import exact_mean_velocity
->>> result = check_exact_mean_velocity(lambda p, q, s, N, eta: exact_mean_velocity(p, q, s, N, eta=eta))
+>>> def velocity(p, q, s, N, eta):
+...     return exact_mean_velocity(p, q, s, N, eta=eta)
+>>> result = check_exact_mean_velocity(velocity)
 PASSED exact_mean_velocity: ...
 """
 
 from .core import CheckResult, check_function
-from .setup import check_prediction_at_convergence
 from .dynamics import check_exact_mean_velocity
 from .fixed_points import check_exact_fixed_point
-from .timescales import check_logistic_a
 from .loss import check_paper_loss
+from .setup import check_prediction_at_convergence
+from .timescales import check_logistic_a
 
 __all__ = [
     "CheckResult",

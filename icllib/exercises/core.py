@@ -13,15 +13,18 @@ Example
 -------
 >>> from icllib.exercises import check_exact_mean_velocity
 >>> from icllib.flows import exact_mean_velocity
->>> result = check_exact_mean_velocity(lambda p, q, s, N, eta: exact_mean_velocity(p, q, s, N, eta=eta))
+>>> def velocity(p, q, s, N, eta):
+...     return exact_mean_velocity(p, q, s, N, eta=eta)
+>>> result = check_exact_mean_velocity(velocity)
 PASSED exact_mean_velocity: ...
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
