@@ -15,20 +15,21 @@ The package is split along the chapters that use it; every public name is import
     shared by all the others;
 :mod:`icllib.theory.timescales`
     ``tau`` and the time conventions (``"steps"``/``"passes"``), the closed-form
-    trajectories ``logistic_a`` and ``unbalanced_a``, ``escape_time``, ``half_rise_time``
-    (paper eqs. 12-13; book chapter 4);
+    trajectories ``logistic_a`` and ``unbalanced_a``, ``escape_time``, ``half_rise_time``,
+    ``plateau_length`` (any small start) and ``discrete_step_factor`` (paper eq. 12 the
+    mode equations with ``tau``, eq. 13 the logistic; book chapter 4);
 :mod:`icllib.theory.fixed_points`
-    the paper's fixed point (eq. 11), the exact minimiser ``exact_fixed_point(_pq)`` and the
-    saddle's eigenvalues (book chapter 3);
+    the paper's fixed points ``p q = 1/s_inf``, the exact minimiser
+    ``exact_fixed_point(_pq)`` and the saddle's eigenvalues (book chapter 3);
 :mod:`icllib.theory.conservation`
     the conserved quantities and their SGD drift (book chapter 3);
 :mod:`icllib.theory.losses`
-    the paper's loss (eq. 14, corrected), the exact mean loss and their gradients, the
+    the paper's loss (eq. 14), the exact mean loss and their gradients, the
     floors, and the prediction at convergence (book chapters 1, 2 and 5).
 
-Paper equations: eq. 9-10 the decoupled mode dynamics, eq. 11 the fixed-point hyperbola
-``p q = 1/s_inf``, eq. 12 the logistic solution, eq. 13 the time scale, eq. 14 the loss
-(as corrected in book chapter 5, 'The loss as a function of the modes').
+Paper equations: eq. 8 the reduced predictor, eq. 12 the decoupled mode equations with their
+time scale ``tau = 1/(eta s^2)``, eq. 13 their logistic solution from a balanced start, eq. 14
+the loss (book chapter 5, 'The loss as a function of the modes').
 """
 
 from .conservation import conserved_per_mode, conserved_quantity, sgd_conservation_drift
@@ -49,7 +50,15 @@ from .losses import (
     prediction_at_convergence,
 )
 from .moments import s_inf
-from .timescales import escape_time, half_rise_time, logistic_a, tau, unbalanced_a
+from .timescales import (
+    discrete_step_factor,
+    escape_time,
+    half_rise_time,
+    logistic_a,
+    plateau_length,
+    tau,
+    unbalanced_a,
+)
 
 __all__ = [
     "s_inf",
@@ -58,6 +67,8 @@ __all__ = [
     "unbalanced_a",
     "escape_time",
     "half_rise_time",
+    "plateau_length",
+    "discrete_step_factor",
     "paper_fixed_point",
     "exact_fixed_point",
     "exact_fixed_point_pq",

@@ -11,8 +11,10 @@ time scale enters, through the keyword arguments ``P`` and ``convention``:
     The paper's convention: the loss is *summed* over ``P`` training tasks; then
     ``tau_a = 1 / (eta P s_a^2)`` and ``t`` counts passes over the task set.
 
-Paper equations: eqs. 9-10 the decoupled mode dynamics solved here, eq. 12 the logistic
-solution (:func:`logistic_a`), eq. 13 the time scale (:func:`tau`).
+Paper equations: eq. 12 the decoupled mode equations with their time scale ``tau``
+(:func:`tau`), eq. 13 their logistic solution from a balanced start (:func:`logistic_a`).
+The plateau of an unbalanced start (:func:`plateau_length`) and the discrete-step factor
+(:func:`discrete_step_factor`) are derived in book chapter 4, not taken from the paper.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from ..validation import (
 )
 from .moments import s_inf
 
-__all__ = ["tau", "logistic_a", "unbalanced_a", "escape_time", "half_rise_time"]
+__all__ = ["tau", "logistic_a", "unbalanced_a", "escape_time", "half_rise_time", "plateau_length",
+           "discrete_step_factor"]
 
 
 def _time_factor(convention, P):
@@ -47,7 +50,7 @@ def _time_factor(convention, P):
 
 
 def tau(s, eta, P=None, convention="steps"):
-    r"""Time constant of each mode, ``tau_a = 1 / (eta s_a^2)`` (paper eq. 13).
+    r"""Time constant of each mode, ``tau_a = 1 / (eta s_a^2)`` (paper eq. 12).
 
     Parameters
     ----------
@@ -74,10 +77,10 @@ def tau(s, eta, P=None, convention="steps"):
 
 
 def logistic_a(t, a0, s, N, eta, *, P=None, convention="steps"):
-    r"""Logistic solution of the decoupled dynamics from a balanced start (paper eq. 12).
+    r"""Logistic solution of the decoupled dynamics from a balanced start (paper eq. 13).
 
-    For ``p_a(0) = q_a(0)`` (so ``C_a = p_a^2 - q_a^2 = 0`` and ``a_a = p_a^2 > 0``) eqs. 9-10
-    reduce to ``tau_a da/dt = 2 a (1 - a s_inf_a)``, solved by
+    For ``p_a(0) = q_a(0)`` (so ``C_a = p_a^2 - q_a^2 = 0`` and ``a_a = p_a^2 > 0``) the mode
+    equations (paper eq. 12) reduce to ``tau_a da/dt = 2 a (1 - a s_inf_a)``, solved by
 
     ``a(t) = a_inf a0 / (a0 + (a_inf - a0) exp(-2 t / tau_a))``,  ``a_inf = 1 / s_inf_a``
 
@@ -144,7 +147,7 @@ def _riccati_attractor(z0, zp, zm, lam, t):
 def unbalanced_a(t, a0, C, s, N, eta, *, P=None, convention="steps"):
     r"""Exact solution of the decoupled dynamics of one mode from any start (book chapter 4).
 
-    Each mode of eqs. 9-10 conserves ``C_a = p_a^2 - q_a^2`` and its product ``a = p q``
+    Each mode of the paper's eq. 12 conserves ``C_a = p_a^2 - q_a^2`` and its product ``a = p q``
     obeys ``tau da/dt = sqrt(C^2 + 4 a^2) (1 - a s_inf)``.  The closed form used here
     (derived in the book, chapter "timescales"): with ``x = p + q``, ``y = p - q`` one has
     ``x y = C``, ``a = (x^2 - y^2)/4`` and ``tau dx/dt = x (1 - a s_inf)``, so ``X = x^2``
@@ -273,3 +276,70 @@ def half_rise_time(a0, s, N, eta, *, P=None, convention="steps"):
     if np.any(a0 <= 0) or np.any(a0 >= ainf):
         raise ValueError(f"a0 must satisfy 0 < a0 < a_inf = {ainf}, got {a0}")
     return 0.5 * tau(s, eta, P, convention) * np.log((ainf - a0) / a0)
+
+
+def plateau_length(p0, q0, s, N, eta, *, P=None, convention="steps"):
+    r"""Plateau length of a small start ``(p0, q0)``, balanced or not (book chapter 4).
+
+    Near the saddle (``s_inf a << 1``) the decoupled mode equations (paper eq. 12) give
+    ``tau dx/dt = x`` for ``x = p + q`` and ``tau dy/dt = -y`` for ``y = p - q``, so
+    ``a = (x^2 - y^2)/4`` is soon ``~ (x0^2/4) exp(2 t / tau)``: every small start escapes as
+    a balanced start with ``a0_eff = (p0 + q0)^2 / 4``, after
+
+    ``t* = (tau/2) ln(4 / (s_inf (p0 + q0)^2))``
+
+    (book chapter 4, exercise 'The plateau of any start').  For ``p0 = q0`` this is
+    :func:`escape_time` with ``eps = p0^2``; for ``q0 = 0`` it is
+    ``(tau/2) ln(4 / (s_inf |C|))``, ``C = p0^2``.  Only ``(p0 + q0)^2`` matters, not the
+    product ``p0 q0``.  The leading-order form: corrections are ``O(tau s_inf (p0^2 + q0^2))``.
+
+    Parameters
+    ----------
+    p0, q0 : float or array_like, shape (d,)
+        Initial amplitudes, with ``p0 + q0 != 0`` (``p = -q`` decays to the saddle) and
+        ``(p0 + q0)^2 / 4 < a_inf = 1/s_inf``.
+    s, N, eta, P, convention
+        As in :func:`logistic_a`.
+
+    Returns
+    -------
+    ndarray, shape (d,)
+    """
+    s = check_spectrum("s", s)
+    p0 = check_array("p0", p0)
+    q0 = check_array("q0", q0)
+    for name, value in (("p0", p0), ("q0", q0)):
+        if value.ndim and value.shape != s.shape:
+            raise ValueError(f"{name} must be a scalar or have shape {s.shape}, "
+                             f"got {value.shape}")
+    k = s_inf(s, N)
+    X0 = (p0 + q0) ** 2
+    if np.any(X0 == 0) or np.any(X0 * k / 4 >= 1):
+        raise ValueError("p0 + q0 must be non-zero (p = -q decays to the saddle) with "
+                         f"(p0 + q0)^2 / 4 < a_inf = {1 / k}; got p0 + q0 = {p0 + q0}")
+    return 0.5 * tau(s, eta, P, convention) * np.log(4.0 / (k * X0))
+
+
+def discrete_step_factor(s, eta):
+    r"""SGD steps per step of flow time on a plateau: ``eta s^2 / ln(1 + eta s^2)`` (chapter 4).
+
+    Near the saddle one gradient step multiplies ``p + q`` by ``1 + eta s^2``, the flow over
+    one unit of time by ``exp(eta s^2)``; so discrete steps need this factor (``> 1``) more
+    time to escape, ``1 + eta s^2 / 2`` to first order (book chapter 4, 'Staged learning').
+    The time convention is SGD steps.
+
+    Parameters
+    ----------
+    s : array_like
+        Eigenvalues (positive).
+    eta : float
+        Step size, ``> 0``.
+
+    Returns
+    -------
+    ndarray, same shape as ``s``
+    """
+    s = check_positive_array("s", s)
+    eta = check_positive("eta", eta)
+    x = eta * s ** 2
+    return x / np.log1p(x)
