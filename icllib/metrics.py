@@ -60,7 +60,10 @@ def _input_eps(M):
     return float(np.finfo(float).eps)
 
 
-def _check_rtol(rtol, shape, eps=float(np.finfo(float).eps)):
+_FLOAT64_EPS = float(np.finfo(float).eps)
+
+
+def _check_rtol(rtol, shape, eps=_FLOAT64_EPS):
     """The singular-value cut-off: ``max(m, n) * eps`` by default, else a number in [0, 1)."""
     if rtol is None:
         return max(shape[-2:]) * eps
@@ -209,11 +212,13 @@ def subspace_distance(M_t, M_final, rank=None, *, rtol=None):
 # timing on trajectories
 # ----------------------------------------------------------------------------------------
 
-def first_crossing(t, y, level, *, below=False):
+def first_crossing(t, y, level, *, below=False, interpolate=True):
     r"""First time a trajectory reaches a level, linearly interpolated between samples.
 
     Used for half-rise times (the time ``a_alpha(t)`` first reaches half its final value,
-    :func:`icllib.theory.half_rise_time`) and for the times of the loss cliffs.
+    :func:`icllib.theory.half_rise_time`), for the times of the loss cliffs and, without
+    interpolation, for the first evaluation step at which an accuracy passes a level
+    (chapter 7).
 
     Parameters
     ----------
@@ -225,6 +230,9 @@ def first_crossing(t, y, level, *, below=False):
         The level to reach, one per column.
     below : bool
         ``False``: first time ``y >= level`` (a rise); ``True``: first ``y <= level`` (a drop).
+    interpolate : bool
+        ``True``: interpolate linearly between the last sample before and the first sample
+        at or beyond the level; ``False``: the time of that first sample.
 
     Returns
     -------
@@ -246,8 +254,8 @@ def first_crossing(t, y, level, *, below=False):
         if hits.size == 0:
             continue
         i = hits[0]
-        if i == 0:
-            out[k] = t[0]
+        if i == 0 or not interpolate:
+            out[k] = t[i]
         else:
             frac = (L[k] - Y[i - 1, k]) / (Y[i, k] - Y[i - 1, k])
             out[k] = t[i - 1] + frac * (t[i] - t[i - 1])

@@ -41,11 +41,19 @@ def current_scale() -> str:
     return check_choice(f"{ENV_VAR} (unset means 'quick')", value, SCALES)
 
 
-def pick(*, quick: T, full: T) -> T:
-    """Return ``quick`` or ``full`` according to :func:`current_scale`.
+def pick(*, quick: T, full: T, scale: str | None = None) -> T:
+    """Return ``quick`` or ``full`` according to ``scale`` (default :func:`current_scale`).
+
+    Parameters
+    ----------
+    quick, full
+        The two values.
+    scale : {"quick", "full"}, optional
+        An explicit scale (e.g. a script's ``--scale``); ``None`` reads ``ICLLIB_SCALE``.
 
     Examples
     --------
     >>> steps = pick(quick=2_000, full=200_000)
     """
-    return full if current_scale() == "full" else quick
+    scale = current_scale() if scale is None else check_choice("scale", scale, SCALES)
+    return full if scale == "full" else quick

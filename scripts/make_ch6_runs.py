@@ -1,18 +1,21 @@
 #!/usr/bin/env python
 """Regenerate the data files of chapter 6 (attention-only transformers, ICL emergence).
 
-Each file ``book/data/ch6/run_L{depth}_seed{seed}.npz`` holds one run's evaluation
-curves and per-head circuit metrics (see ``icllib.nonlinear.attention_only.RunSummary``),
-and records the command that regenerates it.  Examples::
+Each file ``book/data/ch6/<scale>/run_L{depth}_seed{seed}.npz`` holds one run's evaluation
+curves, head scores and per-head circuit metrics in the one run-file format of
+``icllib.nonlinear.runs`` (see ``icllib.nonlinear.induction.runs``), and records the command
+that regenerates it.  Examples::
 
     python scripts/make_ch6_runs.py                      # all quick-scale runs (CPU, ~10 min)
     python scripts/make_ch6_runs.py --depths 2 --seeds 0 # one run
     python scripts/make_ch6_runs.py --demo               # the chapter's short live run
     python scripts/make_ch6_runs.py --scale full --device cuda   # paper scale, on a GPU
 
-Quick-scale runs are made on CPU with one thread and deterministic algorithms, so the
-same machine reproduces them bit for bit (tests/test_attention_only.py checks the demo
-file).  Existing files are overwritten.
+``--scale`` defaults to ``ICLLIB_SCALE`` (quick when unset), as for every experiment of the
+book.  Quick-scale runs are made on CPU with one thread and deterministic algorithms, so the
+same machine reproduces them bit for bit (tests/test_attention_only.py checks the demo file);
+on a GPU the cuBLAS workspace is fixed first (``CUBLAS_WORKSPACE_CONFIG``).  Existing files
+are overwritten.
 """
 
 from __future__ import annotations
@@ -27,28 +30,32 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from icllib.nonlinear.attention_only import (  # noqa: E402
+from icllib.nonlinear.device import enable_determinism  # noqa: E402
+from icllib.nonlinear.induction import (  # noqa: E402
+    CHAPTER,
     MAX_LAYERS,
     experiment_seeds,
     make_run,
     run_file_name,
-    save_run_summary,
 )
+from icllib.nonlinear.runs import data_dir, save_run  # noqa: E402
+from icllib.scale import SCALES, current_scale  # noqa: E402
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", choices=("quick", "full"), default="quick")
+    ap.add_argument("--scale", choices=SCALES, default=None,
+                    help="default: ICLLIB_SCALE (quick when unset)")
     ap.add_argument("--depths", type=int, nargs="+", default=list(range(1, MAX_LAYERS + 1)))
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
                     help="default: the scale's seeds (quick: 0..4)")
     ap.add_argument("--demo", action="store_true",
                     help="make the short live-demo run(s) instead (default depth 2, seed 0)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="default: book/data/ch6 (quick), book/data/ch6/full (full)")
+    ap.add_argument("--out", type=Path, default=None, help="default: book/data/ch6/<scale>")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    args.scale = args.scale or current_scale()
 
     if args.demo:
         args.scale = "quick"
@@ -57,11 +64,11 @@ def main(argv=None):
         if args.seeds is None:
             args.seeds = [0]
     seeds = args.seeds if args.seeds is not None else list(experiment_seeds(args.scale))
-    out = args.out or (ROOT / "book" / "data" / "ch6" / ("full" if args.scale == "full" else ""))
+    out = args.out or data_dir(CHAPTER, args.scale)
     out.mkdir(parents=True, exist_ok=True)
     if args.device == "cpu":
         torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
+    enable_determinism(args.device)
 
     t_all = time.perf_counter()
     for L in args.depths:
@@ -69,7 +76,7 @@ def main(argv=None):
             summary = make_run(L, s, args.scale, demo=args.demo, device=args.device,
                                progress=not args.no_progress)
             path = out / run_file_name(L, s, "demo" if args.demo else "run")
-            save_run_summary(summary, path)
+            save_run(summary, path)
             w = summary.window
             print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
                   f"{summary.meta['seconds']:.1f} s, "

@@ -1,4 +1,4 @@
-"""Tests for icllib.nonlinear.attention_only (chapter 6).
+"""Tests for icllib.nonlinear.induction (chapter 6).
 
 The two training runs (the 2-layer demo, regenerated and compared with the shipped file,
 and a 1-layer run with the same settings) take about 8 s together on one CPU core.
@@ -8,22 +8,22 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from icllib.nonlinear.attention_only import (  # noqa: E402
+from icllib.exercises import check_induction_score  # noqa: E402
+from icllib.nonlinear.circuits import circuit_metrics  # noqa: E402
+from icllib.nonlinear.induction import (  # noqa: E402
     AttentionOnlyConfig,
     AttentionOnlyTransformer,
+    EmergenceWindow,
+    InductionRunSummary,
     InductionTask,
     TrainConfig,
-    check_induction_score,
     checkpoint_steps,
-    circuit_metrics,
-    EmergenceWindow,
     demo_settings,
     experiment_seeds,
     experiment_settings,
@@ -32,17 +32,16 @@ from icllib.nonlinear.attention_only import (  # noqa: E402
     head_scores,
     icl_emergence_window,
     induction_score,
-    load_run_summary,
     load_runs,
     make_run,
     previous_token_score,
     run_file_name,
-    save_run_summary,
     summarize_run,
     train_attention_only,
 )
+from icllib.nonlinear.runs import data_dir, load_run, save_run  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1] / "book" / "data" / "ch6"
+DATA = data_dir("ch6", "quick")
 
 #: the 2-layer model must beat the 1-layer model's final ICL loss by this many nats
 MARGIN_NATS = 1.0
@@ -267,13 +266,14 @@ def test_metrics_on_checkpoints_have_the_expected_shapes_and_ranges(deterministi
                               init_std=0.1)
     run = train_attention_only(cfg, task, TrainConfig(steps=20, n_checkpoints=5, eval_size=32),
                                seed=0, progress=False)
-    assert np.array_equal(run.steps, checkpoint_steps(20, 5)) and list(run.steps) == [0, 5, 10, 15, 20]
+    assert np.array_equal(run.steps, checkpoint_steps(20, 5))
+    assert list(run.steps) == [0, 5, 10, 15, 20]
     C, L, H, d = 5, 3, 4, 16
     assert run.qk.shape == run.ov.shape == (C, L, H, d, d)
     assert run.prev_token_score.shape == run.induction_score.shape == (C, L, H)
     assert run.train_loss.shape == (20,) and np.all(np.isfinite(run.train_loss))
     for circuits in (run.qk, run.ov):
-        m = circuit_metrics(circuits)
+        m = circuit_metrics(circuits, ks=(1, 2, 3))
         for name in ("effective_rank", "subspace_distance", "norm"):
             assert m[name].shape == (C, L, H)
             assert np.all(np.isfinite(m[name]))
@@ -285,8 +285,8 @@ def test_metrics_on_checkpoints_have_the_expected_shapes_and_ranges(deterministi
         assert np.all((sd >= 0) & (sd <= 1))
         np.testing.assert_allclose(sd[-1], 0.0, atol=1e-6)     # distance of M_T to itself
         assert np.all(sd[0] > 0.05)                             # random start: not yet there
-    with pytest.raises(ValueError, match="circuits"):
-        circuit_metrics(run.qk[0])
+    with pytest.raises(ValueError, match="stack"):
+        circuit_metrics(run.qk[0, 0, 0])
 
 
 def test_summary_round_trips_through_npz(tmp_path, deterministic):
@@ -294,12 +294,13 @@ def test_summary_round_trips_through_npz(tmp_path, deterministic):
     cfg = AttentionOnlyConfig(n_layers=2, n_heads=2, d_model=8, vocab_size=8, seq_len=12)
     run = train_attention_only(cfg, task, TrainConfig(steps=30, n_checkpoints=4, eval_size=16),
                                seed=1, progress=False)
-    s = summarize_run(run, "a command")
-    save_run_summary(s, tmp_path / "x.npz")
-    t = load_run_summary(tmp_path / "x.npz")
+    s = summarize_run(run, command="a command")
+    save_run(s, tmp_path / "x.npz")
+    t = load_run(tmp_path / "x.npz", InductionRunSummary)
     assert t.meta["command"] == "a command" and t.seed == 1 and t.n_layers == 2
     assert t.train_loss.shape == (3,)                          # 30 steps in bins of 10
-    assert t.meta["ks"] == [1, 2, 3] and t.qk["marginal_effective_rank"].shape == (4, 2, 2, 3)
+    assert t.meta["analysis"]["ks"] == [1, 2, 3]
+    assert t.qk["marginal_effective_rank"].shape == (4, 2, 2, 3)
     np.testing.assert_allclose(t.icl_loss, s.icl_loss, rtol=1e-6)
     for name in s.qk:
         np.testing.assert_allclose(t.qk[name], s.qk[name], rtol=1e-6, atol=1e-7)
@@ -353,8 +354,7 @@ def test_two_layers_learn_in_context_and_one_layer_does_not(demo1, demo2):
 
 
 def test_demo_run_reproduces_shipped_file(demo2):
-    path = DATA / run_file_name(2, 0, "demo")
-    shipped = load_run_summary(path)
+    shipped = load_runs([2], [0], scale="quick", prefix="demo")[(2, 0)]
     assert shipped.meta["command"] == demo2.meta["command"]
     assert shipped.meta["seed"] == 0
     np.testing.assert_array_equal(shipped.steps, demo2.steps)
@@ -380,20 +380,20 @@ def test_shipped_runs_are_complete_small_and_regenerable():
             total += path.stat().st_size
             with np.load(path) as f:
                 meta = json.loads(str(f["meta"]))
-            assert meta["seed"] == s and meta["model_config"]["n_layers"] == L
+            assert meta["seed"] == s and meta["config"]["model"]["n_layers"] == L
             assert meta["command"] == (f"python scripts/make_ch6_runs.py --scale quick "
                                        f"--depths {L} --seeds {s}")
             task, model, train = experiment_settings(L, "quick")
-            assert meta["train_config"]["steps"] == train.steps
-            assert meta["model_config"]["d_model"] == model.d_model
+            assert meta["config"]["train"]["steps"] == train.steps
+            assert meta["config"]["model"]["d_model"] == model.d_model
     total += sum(p.stat().st_size for p in DATA.glob("demo_*.npz"))
     assert total < 2 * 1024 * 1024
 
 
 def test_load_runs_reads_the_shipped_files_and_names_the_script_when_missing(tmp_path):
-    runs = load_runs(DATA, [1, 2], [0, 1])
+    runs = load_runs([1, 2], [0, 1], scale="quick")
     assert sorted(runs) == [(1, 0), (1, 1), (2, 0), (2, 1)]
     assert runs[(2, 1)].n_layers == 2 and runs[(2, 1)].seed == 1
     assert runs[(2, 1)].qk["effective_rank"].shape == (121, 2, 2)
     with pytest.raises(FileNotFoundError, match="make_ch6_runs.py"):
-        load_runs(tmp_path, [2], [0])
+        load_runs([2], [0], directory=tmp_path)

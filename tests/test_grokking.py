@@ -8,19 +8,28 @@ a minute on the 2-core machine.
 import copy
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from icllib.nonlinear.grokking import (CIRCUIT_NAMES, GrokkingConfig, ModularTransformer,
-                                       check_reproduces, circuit_metrics, embedding_fourier_power, first_crossing,
-                                       load_summary, modular_dataset, quick_config,
-                                       rotation_peak, settle_step, summarize_run, train_grokking)
+from icllib.metrics import first_crossing
+from icllib.nonlinear.grokking import (
+    CIRCUIT_NAMES,
+    GrokkingConfig,
+    ModularTransformer,
+    check_reproduces,
+    embedding_fourier_power,
+    modular_dataset,
+    quick_config,
+    rotation_peak,
+    settle_step,
+    summarize_run,
+    train_grokking,
+)
+from icllib.nonlinear.runs import data_dir, load_run, save_run
 
-ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "book" / "data" / "ch7"
+SHIPPED = data_dir("ch7", "quick")
 SHORT_STEPS = 150
 
 
@@ -69,7 +78,8 @@ def test_bad_p_raises(p):
 
 @pytest.mark.parametrize("frac", [0, 0.0, 1, 1.0, -0.1, 1.5, float("nan"), "0.3", None])
 def test_bad_train_fraction_raises(frac):
-    with pytest.raises(ValueError, match=r"train_frac must be a number in the open interval \(0, 1\)"):
+    message = r"train_frac must be a number in the open interval \(0, 1\)"
+    with pytest.raises(ValueError, match=message):
         modular_dataset(11, "add", frac)
 
 
@@ -157,16 +167,17 @@ def test_short_run_memorises_the_training_set(short_run):
     assert r.test_acc[-1] < 0.6
     assert r.eval_steps[0] == 0 and r.eval_steps[-1] == SHORT_STEPS
     np.testing.assert_array_equal(r.checkpoint_steps, [0, 50, 100, 150])
-    assert r.steps_per_s > 0 and np.all(np.isfinite(r.weight_norm))
+    assert r.steps_per_second > 0 and np.all(np.isfinite(r.param_norm))
 
 
 def test_run_is_deterministic_on_cpu(short_run):
     before = (torch.are_deterministic_algorithms_enabled(), torch.get_num_threads())
-    again = train_grokking(quick_config(n_steps=30), progress=False, num_threads=1, keep_model=False)
+    again = train_grokking(quick_config(n_steps=30), progress=False, num_threads=1,
+                           keep_model=False)
     assert (torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()) == before
     n = again.eval_steps.size
     np.testing.assert_array_equal(again.eval_steps, short_run.eval_steps[:n])
-    for k in ("train_loss", "test_loss", "train_acc", "test_acc", "weight_norm"):
+    for k in ("train_loss", "test_loss", "train_acc", "test_acc", "param_norm"):
         np.testing.assert_array_equal(getattr(again, k), getattr(short_run, k)[:n])
     np.testing.assert_array_equal(again.checkpoints["OV"][0], short_run.checkpoints["OV"][0])
 
@@ -180,8 +191,7 @@ def test_progress_bar_runs(capsys):
 def test_metrics_run_on_the_checkpoints(short_run):
     r = short_run
     d_head = r.config.d_head
-    m = circuit_metrics(r.checkpoint_steps, r.checkpoints, rank=d_head, reference_steps=[100, 150],
-                        lag=1)
+    m = summarize_run(r, reference_steps=[100, 150], lag=1)
     T = r.checkpoint_steps.size
     for name in CIRCUIT_NAMES:
         H = 4 if name in ("OV", "QK") else 1
@@ -207,12 +217,13 @@ def test_metrics_run_on_the_checkpoints(short_run):
     # the rotation over one checkpoint equals a direct subspace_distance call
     from icllib.metrics import subspace_distance
     ov = r.checkpoints["OV"].astype(float)
-    assert m["OV/rotation"][1, 2] == pytest.approx(subspace_distance(ov[1, 2], ov[2, 2], rank=d_head))
+    direct = subspace_distance(ov[1, 2], ov[2, 2], rank=d_head)
+    assert m["OV/rotation"][1, 2] == pytest.approx(direct)
 
 
 def test_float32_circuits_need_the_truncation(short_run):
     """Without truncation, float32 rounding makes a rank-d_head circuit numerically full
-    rank, so every distance is ~0: the reason circuit_metrics takes rank = d_head."""
+    rank, so every distance is ~0: the reason summarize_run takes rank = d_head."""
     from icllib.metrics import subspace_distance
     ov = short_run.checkpoints["OV"][:, 0].astype(float)
     assert np.all(subspace_distance(ov, ov[-1]) < 1e-3)
@@ -221,17 +232,16 @@ def test_float32_circuits_need_the_truncation(short_run):
 
 def test_metrics_reject_bad_reference(short_run):
     with pytest.raises(ValueError, match="reference_steps must be checkpoint steps"):
-        circuit_metrics(short_run.checkpoint_steps, short_run.checkpoints, rank=4,
-                        reference_steps=[77])
+        summarize_run(short_run, rank=4, reference_steps=[77])
 
 
 # ------------------------------------------------------------------------------ timing helpers
 def test_first_crossing_settle_step_and_rotation_peak():
     steps = np.array([0, 10, 20, 30, 40, 50])
     acc = np.array([0.0, 0.2, 0.6, 0.5, 0.97, 1.0])
-    assert first_crossing(steps, acc, 0.5) == 20
-    assert first_crossing(steps, acc, 0.95) == 40
-    assert math.isnan(first_crossing(steps, acc, 1.01))
+    assert first_crossing(steps, acc, 0.5, interpolate=False) == 20
+    assert first_crossing(steps, acc, 0.95, interpolate=False) == 40
+    assert math.isnan(first_crossing(steps, acc, 1.01, interpolate=False))
     dist = np.array([0.9, 0.05, 0.3, 0.08, 0.02, 0.0])
     assert settle_step(steps, dist, 0.1) == 30                       # the dip at 10 does not count
     assert settle_step(steps, dist, 1.0) == 0
@@ -248,7 +258,8 @@ def test_embedding_fourier_power_known_answers():
     a = np.arange(p)[:, None]
     rng = np.random.default_rng(0)
     # a pure frequency-3 embedding (cos and sin with arbitrary phases and directions)
-    E = np.cos(2 * np.pi * 3 * a / p) * rng.standard_normal(d) + np.sin(2 * np.pi * 3 * a / p) * rng.standard_normal(d)
+    E = (np.cos(2 * np.pi * 3 * a / p) * rng.standard_normal(d)
+         + np.sin(2 * np.pi * 3 * a / p) * rng.standard_normal(d))
     power = embedding_fourier_power(np.vstack([E, rng.standard_normal(d)]), p)  # "=" row ignored
     assert power.shape == (6,)
     np.testing.assert_allclose(power, np.eye(6)[3], atol=1e-12)
@@ -276,7 +287,7 @@ def test_shipped_runs_exist_are_small_and_say_how_to_regenerate():
     assert len(files) >= 3
     assert sum(f.stat().st_size for f in files) < 2 * 1024 ** 2
     for f in files:
-        s = load_summary(f)
+        s = load_run(f)
         assert "scripts/make_ch7_runs.py" in s["meta"]["command"]
         cfg = s["meta"]["config"]
         assert f.name == f"wd{cfg['weight_decay']:g}_seed{cfg['seed']}.npz"
@@ -288,11 +299,11 @@ def test_shipped_runs_grok_after_memorising():
     setting's weight decay 1: at least 10x later)."""
     checked = 0
     for f in _shipped_files():
-        s = load_summary(f)
+        s = load_run(f)
         if s["meta"]["config"]["weight_decay"] < 1.0:
             continue
-        t100 = first_crossing(s["eval_steps"], s["train_acc"], 1.0)
-        t95 = first_crossing(s["eval_steps"], s["test_acc"], 0.95)
+        t100 = first_crossing(s["eval_steps"], s["train_acc"], 1.0, interpolate=False)
+        t95 = first_crossing(s["eval_steps"], s["test_acc"], 0.95, interpolate=False)
         assert np.isfinite(t100) and np.isfinite(t95), f.name
         assert t95 >= max(3 * t100, t100 + 500), f.name
         if s["meta"]["config"]["weight_decay"] == 1.0:
@@ -306,7 +317,7 @@ def test_short_run_reproduces_the_shipped_reference(short_run):
     stable across CPUs (early curves, memorisation events, final weight norm and accuracies;
     tolerances and their measurement in ``REPRODUCTION_TOLERANCES``). Bitwise on the machine
     that made the file."""
-    s = load_summary(SHIPPED / "wd1_seed0.npz")
+    s = load_run(SHIPPED / "wd1_seed0.npz")
     cfg = dict(s["meta"]["config"], n_steps=SHORT_STEPS, betas=tuple(s["meta"]["config"]["betas"]))
     assert GrokkingConfig(**cfg) == short_run.config
     check_reproduces(short_run, s)
@@ -317,7 +328,7 @@ def test_reproduction_check_tells_seeds_apart(short_run):
     than the cross-CPU tolerances, fails it."""
     other_seed = train_grokking(quick_config(n_steps=SHORT_STEPS, seed=1, weight_decay=1.0),
                                 progress=False, num_threads=1)
-    s = load_summary(SHIPPED / "wd1_seed0.npz")
+    s = load_run(SHIPPED / "wd1_seed0.npz")
     with pytest.raises(AssertionError, match="cross-CPU tolerances"):
         check_reproduces(other_seed, s)
     late = copy.copy(short_run)
@@ -329,12 +340,11 @@ def test_reproduction_check_tells_seeds_apart(short_run):
 
 
 def test_summary_roundtrip(short_run, tmp_path):
-    from icllib.nonlinear.grokking import save_summary
     s = summarize_run(short_run, reference_steps=[150], lag=1, command="pytest")
-    save_summary(tmp_path / "x.npz", s)
-    back = load_summary(tmp_path / "x.npz")
-    assert back["meta"]["command"] == "pytest" and back["meta"]["metric_rank"] == 16
-    assert back["meta"]["device"] == "cpu" and back["meta"]["steps_per_s"] > 0
+    save_run(s, tmp_path / "x.npz")
+    back = load_run(tmp_path / "x.npz")
+    assert back["meta"]["command"] == "pytest" and back["meta"]["analysis"]["metric_rank"] == 16
+    assert back["meta"]["device"] == "cpu" and back["meta"]["steps_per_second"] > 0
     assert json.loads(json.dumps(back["meta"]))["config"]["p"] == 59
     np.testing.assert_array_equal(back["OV/distance_to_150"], s["OV/distance_to_150"])
     assert back["W_E_final"].shape == (59, 64)

@@ -1,6 +1,25 @@
-"""Non-linear experiments in PyTorch (chapters 6 and 7).
+"""Non-linear experiments in PyTorch (chapters 6 and 7): a map of the package.
 
-Each experiment lives in its own module and is imported directly, e.g.
-``from icllib.nonlinear.attention_only import train_attention_only``.  Importing this
-package does not import torch.
+Two experiments, each a package of the same five modules (``task``, ``model``, ``training``,
+``analysis``, ``runs``), everything re-exported by the package:
+
+* :mod:`icllib.nonlinear.induction` (chapter 6): attention-only transformers of 1-4 layers on
+  an induction task; when in-context learning emerges and what the QK/OV circuits do then.
+* :mod:`icllib.nonlinear.grokking` (chapter 7): a one-layer transformer on modular
+  arithmetic (Nanda et al. 2023); memorisation, then grokking.
+
+Shared by both:
+
+* :mod:`icllib.nonlinear.circuits`: the one circuit-metric function (effective rank,
+  marginal effective rank, subspace distance, rotation, norm of stacked checkpoints) and the
+  one parameter norm;
+* :mod:`icllib.nonlinear.runs`: the one run-file format (same metadata), its loader and the
+  directory scheme ``book/data/<chapter>/<scale>/``;
+* :mod:`icllib.nonlinear.device`: devices and deterministic algorithms (cuBLAS workspace).
+
+Level crossings use :func:`icllib.metrics.first_crossing`, sizes :func:`icllib.scale.pick`;
+the exercise checkers of both chapters live in :mod:`icllib.exercises.nonlinear`.  Importing
+this package does not import torch (the subpackages do).
 """
+
+__all__: list[str] = []

@@ -1,0 +1,107 @@
+r"""The metrics of a trained network's matrices over training, for both experiments.
+
+One function, :func:`circuit_metrics`, applies the book's three metrics (book chapter 6,
+'Three metrics'; :mod:`icllib.metrics`) to a stack of checkpointed matrices, for every head at
+once; one function, :func:`parameter_norm`, is the norm of a network's parameters.  Chapter 6
+uses them on the QK and OV circuits of attention-only transformers, chapter 7 on the circuits
+and weight matrices of the grokking transformer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..metrics import effective_rank, marginal_effective_rank, subspace_distance
+from ..validation import check_int
+
+__all__ = ["circuit_metrics", "parameter_norm"]
+
+
+def parameter_norm(module) -> float:
+    """Frobenius norm of all parameters of a ``torch.nn.Module`` together.
+
+    ``sqrt(sum_theta ||theta||_F^2)``, accumulated in float64 (book chapters 6 and 7: the
+    parameter norm beside the loss curves).
+    """
+    import torch
+
+    with torch.no_grad():
+        return float(torch.sqrt(sum((p.double() ** 2).sum() for p in module.parameters())))
+
+
+def circuit_metrics(stack, *, rank: int | None = None, reference: int = -1, ks=(),
+                    lag: int | None = None) -> dict[str, np.ndarray]:
+    r"""Effective rank, norm and subspace distances of a stack of checkpointed matrices.
+
+    For every checkpoint ``t`` and every matrix ``M`` of the stack (e.g. every layer and head
+    of a circuit), with the definitions of book chapter 6, 'Three metrics':
+
+    * ``"effective_rank"``: ``EffRank(M(t))`` (:func:`icllib.metrics.effective_rank`);
+    * ``"norm"``: ``||M(t)||_F``;
+    * ``"subspace_distance"``: ``dist(M(t), M(S))`` to the checkpoint ``S = reference``
+      (default: the last one), the share of ``M(S)`` outside the top-``rank`` row space of
+      ``M(t)`` (:func:`icllib.metrics.subspace_distance`; only ``M(t)`` is truncated);
+    * ``"marginal_effective_rank"`` (only when ``ks`` is given): the effective rank after
+      removing the ``k`` leading singular values, one slice per ``k`` on a last axis;
+    * ``"rotation"`` (only when ``lag`` is given): ``dist(M(t), M(t + lag))``, how fast the
+      subspace still turns (``NaN`` for the last ``lag`` checkpoints).
+
+    The matrices are taken in float64, so the rank cut-off is float64's.
+
+    Parameters
+    ----------
+    stack : array_like, shape (T, ..., m, n)
+        ``T`` checkpoints of one matrix, or of several (the middle axes: layers, heads).
+    rank : int, optional
+        Truncation rank of ``M(t)`` in the distances, ``1 <= rank <= min(m, n)``; ``None``
+        keeps every direction with a non-zero singular value.  Float32 checkpoints of a
+        rank-``d_head`` circuit need ``rank = d_head``: their rounding noise would otherwise
+        count as extra directions and make every distance about 0.
+    reference : int
+        Index (into the checkpoints) of the reference ``M(S)``.
+    ks : sequence of int
+        Leading singular values removed by the marginal effective rank, each ``>= 1``.
+    lag : int, optional
+        Checkpoint lag of the rotation, ``>= 1``.
+
+    Returns
+    -------
+    dict of ndarray
+        Each of shape ``stack.shape[:-2]``; ``"marginal_effective_rank"`` has an extra last
+        axis of length ``len(ks)``.
+    """
+    from threadpoolctl import threadpool_limits
+
+    M = np.asarray(stack, dtype=np.float64)
+    if M.ndim < 3:
+        raise ValueError(f"stack must have shape (T, ..., m, n), got {M.shape}")
+    T = M.shape[0]
+    ks = tuple(check_int("ks", k, 1) for k in ks)
+    if rank is not None:
+        rank = check_int("rank", rank, 1)
+    reference = check_int("reference", reference, -T, T - 1)
+    if lag is not None:
+        lag = check_int("lag", lag, 1)
+        if T <= lag:
+            raise ValueError(f"need more than lag = {lag} checkpoints, got {T}")
+    lead = M.shape[1:-2]
+    flat = M.reshape(T, -1, *M.shape[-2:])                         # (T, K, m, n)
+    r = None if rank is None else min(rank, *M.shape[-2:])
+    K = flat.shape[1]
+    out = {"effective_rank": np.empty((T, K)), "norm": np.linalg.norm(flat, axis=(-2, -1)),
+           "subspace_distance": np.empty((T, K))}
+    if ks:
+        out["marginal_effective_rank"] = np.empty((T, K, len(ks)))
+    if lag is not None:
+        out["rotation"] = np.full((T, K), np.nan)
+    with threadpool_limits(limits=1, user_api="blas"):    # many small SVDs: one thread is fastest
+        for j in range(K):
+            m = flat[:, j]
+            out["effective_rank"][:, j] = effective_rank(m)
+            out["subspace_distance"][:, j] = subspace_distance(m, m[reference], rank=r)
+            for i, k in enumerate(ks):
+                out["marginal_effective_rank"][:, j, i] = marginal_effective_rank(m, k)
+            if lag is not None:
+                for t in range(T - lag):
+                    out["rotation"][t, j] = subspace_distance(m[t], m[t + lag], rank=r)
+    return {name: v.reshape(T, *lead, *v.shape[2:]) for name, v in out.items()}

@@ -1,0 +1,229 @@
+"""The shipped runs of chapter 7: what a run file holds, how it is made and loaded.
+
+A run is reduced to its curves, the metrics of every checkpointed matrix and the final number
+embeddings (:func:`summarize_run`) and stored in the one run-file format of
+:mod:`icllib.nonlinear.runs`, as ``book/data/ch7/<scale>/wd{weight_decay:g}_seed{seed}.npz``;
+``scripts/make_ch7_runs.py`` makes them (:func:`make_run`).  A regenerated start of a run is
+compared with its file on what is stable across CPUs (:func:`check_reproduces`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import torch
+
+from ...metrics import first_crossing
+from ...scale import current_scale
+from ...validation import check_int
+from ..circuits import circuit_metrics
+from ..runs import RunSummary, data_dir, make_command
+from ..runs import load_runs as _load_files
+from .analysis import embedding_fourier_power
+from .training import (
+    WEIGHT_DECAYS,
+    GrokkingRun,
+    experiment_config,
+    experiment_seeds,
+    train_grokking,
+)
+
+__all__ = ["CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "load_runs",
+           "REPRODUCTION_TOLERANCES", "reproduction_gaps", "check_reproduces"]
+
+CHAPTER = "ch7"
+
+
+def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
+                  reference_steps=None, lag: int = 2, rank: int | None = None,
+                  top_frequencies: int = 5) -> RunSummary:
+    """Everything the chapter needs from a run, small enough to ship (no full checkpoints).
+
+    Arrays: the curves ``eval_steps, train_loss, test_loss, train_acc, test_acc,
+    param_norm``; ``checkpoint_steps``; for every matrix of
+    :data:`~icllib.nonlinear.grokking.model.CIRCUIT_NAMES` (shape ``(T, H)``, ``H`` = heads
+    or 1) ``"<name>/effective_rank"``, ``"<name>/norm"``, ``"<name>/rotation"`` (lag
+    ``lag``) and ``"<name>/distance_to_<S>"`` for each ``S`` in ``reference_steps``
+    (default: the last checkpoint), all from :func:`icllib.nonlinear.circuits.circuit_metrics`
+    with truncation rank ``rank`` (default ``d_head``; book chapter 7, 'The metrics');
+    ``fourier_top_share`` (the share of the embedding's Fourier power in its
+    ``top_frequencies`` strongest frequencies, at each checkpoint); ``W_E_final``, the final
+    number embeddings (``p x d_model``).  Stored in float32.
+
+    Raises
+    ------
+    ValueError
+        If a reference step is not a checkpoint step, or ``lag`` is not below the number of
+        checkpoints.
+    """
+    c = run.config
+    rank = c.d_head if rank is None else check_int("rank", rank, 1)
+    steps = np.asarray(run.checkpoint_steps)
+    reference_steps = [int(steps[-1])] if reference_steps is None else list(reference_steps)
+    index = {}
+    for S in reference_steps:
+        hits = np.flatnonzero(steps == S)
+        if hits.size == 0:
+            raise ValueError(f"reference_steps must be checkpoint steps; {S!r} is not one")
+        index[int(S)] = int(hits[0])
+    f32 = np.float32
+    arrays = {"eval_steps": run.eval_steps.astype(np.int32),
+              "checkpoint_steps": steps.astype(np.int32)}
+    for k in ("train_loss", "test_loss", "train_acc", "test_acc", "param_norm"):
+        arrays[k] = getattr(run, k).astype(f32)
+    for name, stack in run.checkpoints.items():
+        M = np.asarray(stack, dtype=np.float64)
+        M = M if M.ndim == 4 else M[:, None]                     # (T, H, m, n), H = 1 for W's
+        if M.shape[0] != steps.size:
+            raise ValueError(f"checkpoints[{name!r}] has {M.shape[0]} entries, "
+                             f"expected {steps.size}")
+        for j, (S, i) in enumerate(index.items()):
+            m = circuit_metrics(M, rank=rank, reference=i, lag=lag if j == 0 else None)
+            if j == 0:
+                for key in ("effective_rank", "norm", "rotation"):
+                    arrays[f"{name}/{key}"] = m[key].astype(f32)
+            arrays[f"{name}/distance_to_{S}"] = m["subspace_distance"].astype(f32)
+    W_E = run.checkpoints["W_E"]
+    share = np.array([np.sort(embedding_fourier_power(W, c.p))[::-1][:top_frequencies].sum()
+                      for W in W_E])
+    arrays["fourier_top_share"] = share.astype(f32)
+    arrays["W_E_final"] = W_E[-1, :c.p].astype(f32)
+    meta = dict(experiment="grokking", chapter=CHAPTER, scale=scale, seed=int(c.seed),
+                config=asdict(c), command=str(command), seconds=float(run.seconds),
+                steps_per_second=float(run.steps_per_second), torch_version=torch.__version__,
+                device=str(run.device),
+                analysis=dict(metric_rank=rank, lag=lag, top_frequencies=top_frequencies,
+                              reference_steps=list(index)))
+    return RunSummary(meta, arrays)
+
+
+def run_file_name(weight_decay: float, seed: int) -> str:
+    """File name of a shipped run: ``wd{weight_decay:g}_seed{seed}.npz``."""
+    return f"wd{float(weight_decay):g}_seed{int(seed)}.npz"
+
+
+def run_command(weight_decay: float, seed: int, scale: str, device: str = "cpu") -> str:
+    """The command line that regenerates one data file."""
+    return make_command(CHAPTER, scale, f"--seeds {int(seed)} --weight-decays "
+                        f"{float(weight_decay):g}", device)
+
+
+def make_run(weight_decay: float, seed: int, scale: str | None = None, *,
+             device: str = "cpu", progress: bool = True) -> RunSummary:
+    """Train one of the chapter's runs and summarise it (:func:`summarize_run`).
+
+    The distances are taken to the last checkpoint and to the checkpoint nearest 80 % of the
+    run.  On the CPU the run uses one torch thread (deterministic given the seed; call it
+    inside ``threadpoolctl.threadpool_limits(1)`` for one BLAS thread too).
+    """
+    scale = current_scale() if scale is None else scale
+    config = experiment_config(scale, seed=seed, weight_decay=weight_decay)
+    T, every = config.n_steps, config.checkpoint_every
+    reference_steps = sorted({int(round(0.8 * T / every)) * every, T})
+    run = train_grokking(config, progress=progress,
+                         num_threads=1 if str(device) == "cpu" else None, device=device,
+                         keep_model=False)
+    return summarize_run(run, command=run_command(weight_decay, seed, scale, device),
+                         scale=scale, reference_steps=reference_steps)
+
+
+def load_runs(weight_decays=None, seeds=None, *, scale: str | None = None,
+              directory=None) -> dict[tuple[float, int], RunSummary]:
+    """Load ``{(weight decay, seed): RunSummary}`` from ``book/data/ch7/<scale>/``.
+
+    Defaults: the chapter's weight decays and seeds; ``directory`` overrides the place.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the missing files and the command that makes them
+        (``scripts/make_ch7_runs.py``).
+    """
+    scale = current_scale() if scale is None else scale
+    directory = data_dir(CHAPTER, scale) if directory is None else directory
+    weight_decays = WEIGHT_DECAYS if weight_decays is None else weight_decays
+    seeds = experiment_seeds(scale) if seeds is None else seeds
+    names = {(float(wd), int(s)): run_file_name(wd, s) for wd in weight_decays for s in seeds}
+    return _load_files(directory, names, command=make_command(CHAPTER, scale))
+
+
+# ------------------------------------------------------------------ reproduction
+REPRODUCTION_TOLERANCES = {
+    "early_rtol": 2e-3,
+    "early_steps": 30,
+    "event_steps": 1.0,
+    "final_weight_norm_rtol": 1e-2,
+    "final_accuracy_atol": 0.03,
+}
+"""What a regenerated start of a run must share with the file it regenerates.
+
+Float32 AdamW training is chaotic: on another CPU (other ATen, oneDNN/MKL or OpenBLAS kernels)
+the rounding differs in the last bits and the difference grows about 3-10x every 10 steps, so
+whole curves cannot be compared. Measured over five kernel settings (ATen default and AVX2,
+oneDNN/MKL AVX2 and SSE4, OpenBLAS and numpy baseline kernels) x 3 seeds, quick setting,
+weight decay 1, 400 steps, the largest differences to the native run were:
+
+- losses and weight norm over the first 30 steps: 5e-4 relative (tolerance ``early_rtol``);
+- the steps where the train loss first drops below 1 and the train accuracy first passes 50 %
+  (interpolated): 0.2 steps (tolerance ``event_steps``; seeds differ by 1-4 steps);
+- weight norm at steps 150 and 300: 0.4 % (tolerance ``final_weight_norm_rtol``; seeds differ
+  by 1-4 %);
+- train and test accuracy at steps 150 and 300: 0.010 (tolerance ``final_accuracy_atol``;
+  seeds differ by 0.1-0.24 in test accuracy).
+
+Each tolerance is 2.5-5x the largest cross-kernel difference. On the machine that made a file
+the regenerated run is bitwise identical.
+"""
+
+
+def _events(steps, train_loss, train_acc) -> np.ndarray:
+    return np.array([first_crossing(steps, train_loss, 1.0, below=True),
+                     first_crossing(steps, train_acc, 0.5)])
+
+
+def reproduction_gaps(run: GrokkingRun, summary) -> dict:
+    """How far a regenerated start of a run is from the shipped ``summary`` of the same config.
+
+    Compares what is stable across CPUs (:data:`REPRODUCTION_TOLERANCES`): the curves over the
+    first ``early_steps`` steps, two event steps of memorisation, and the weight norm and
+    accuracies at the run's last evaluation.
+
+    Returns
+    -------
+    dict
+        ``early`` (largest relative difference of train/test loss and parameter norm over the
+        early steps), ``events`` (largest difference of the event steps, in steps),
+        ``final_weight_norm`` (relative), ``final_accuracy`` (absolute, train and test).
+    """
+    n = run.eval_steps.size
+    if n < 2 or not np.array_equal(summary["eval_steps"][:n], run.eval_steps):
+        raise ValueError("run.eval_steps must be the first evaluation steps of the summary's run")
+    early = run.eval_steps <= REPRODUCTION_TOLERANCES["early_steps"]
+    gaps = {"early": max(float(np.max(np.abs(summary[k][:n][early] - getattr(run, k)[early])
+                                      / np.abs(summary[k][:n][early])))
+                         for k in ("train_loss", "test_loss", "param_norm"))}
+    ours = _events(run.eval_steps, run.train_loss, run.train_acc)
+    theirs = _events(run.eval_steps, summary["train_loss"][:n], summary["train_acc"][:n])
+    if not (np.all(np.isfinite(ours)) and np.all(np.isfinite(theirs))):
+        raise ValueError("the run is too short to memorise: regenerate at least 150 steps")
+    gaps["events"] = float(np.max(np.abs(ours - theirs)))
+    gaps["final_weight_norm"] = float(abs(summary["param_norm"][n - 1] / run.param_norm[-1] - 1))
+    gaps["final_accuracy"] = float(max(abs(summary[k][n - 1] - getattr(run, k)[-1])
+                                       for k in ("train_acc", "test_acc")))
+    return gaps
+
+
+def check_reproduces(run: GrokkingRun, summary) -> dict:
+    """Raise AssertionError unless ``run`` regenerates the start of ``summary`` within
+    :data:`REPRODUCTION_TOLERANCES`; return the gaps."""
+    tol = REPRODUCTION_TOLERANCES
+    gaps = reproduction_gaps(run, summary)
+    limits = {"early": tol["early_rtol"], "events": tol["event_steps"],
+              "final_weight_norm": tol["final_weight_norm_rtol"],
+              "final_accuracy": tol["final_accuracy_atol"]}
+    bad = {k: (round(gaps[k], 6), limits[k]) for k in limits if not gaps[k] <= limits[k]}
+    if bad:
+        raise AssertionError(f"the regenerated run differs from the shipped file beyond the "
+                             f"cross-CPU tolerances (gap, limit): {bad}")
+    return gaps

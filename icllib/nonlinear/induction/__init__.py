@@ -1,0 +1,60 @@
+"""Chapter 6: attention-only transformers learning an induction task (ICL emergence).
+
+Modules: :mod:`.task` (the periodic sequences), :mod:`.model` (the transformer and its QK/OV
+circuits), :mod:`.training` (Adam, checkpoints, the chapter's settings), :mod:`.analysis`
+(head scores, emergence window, dips), :mod:`.runs` (the shipped run files).  Everything is
+re-exported here: ``from icllib.nonlinear.induction import make_run``.
+"""
+
+from .analysis import (
+    ICL_SUCCESS_LOSS,
+    Dip,
+    EmergenceWindow,
+    find_dip,
+    half_time,
+    head_scores,
+    icl_emergence_window,
+    induction_score,
+    previous_token_score,
+)
+from .model import (
+    MAX_LAYERS,
+    POSITIONAL_KINDS,
+    AttentionOnlyConfig,
+    AttentionOnlyTransformer,
+    sinusoidal_positions,
+)
+from .runs import (
+    CHAPTER,
+    TRAIN_LOSS_BIN,
+    InductionRunSummary,
+    load_runs,
+    make_run,
+    run_command,
+    run_file_name,
+    summarize_run,
+)
+from .task import InductionTask
+from .training import (
+    EVAL_SEED,
+    AttentionOnlyRun,
+    TrainConfig,
+    checkpoint_steps,
+    demo_settings,
+    experiment_seeds,
+    experiment_settings,
+    sequence_losses,
+    train_attention_only,
+)
+
+__all__ = [
+    "InductionTask",
+    "MAX_LAYERS", "POSITIONAL_KINDS", "AttentionOnlyConfig", "AttentionOnlyTransformer",
+    "sinusoidal_positions",
+    "EVAL_SEED", "TrainConfig", "AttentionOnlyRun", "checkpoint_steps", "sequence_losses",
+    "train_attention_only", "experiment_settings", "experiment_seeds", "demo_settings",
+    "previous_token_score", "induction_score", "head_scores", "ICL_SUCCESS_LOSS",
+    "EmergenceWindow", "icl_emergence_window", "half_time", "Dip", "find_dip",
+    "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
+    "run_command", "make_run", "load_runs",
+]

@@ -1,0 +1,226 @@
+"""What the chapter reads off an attention-only run (chapter 6): head scores and emergence.
+
+* Head scores on attention patterns: :func:`previous_token_score`, :func:`induction_score`
+  (Olsson et al. 2022), both per head (:func:`head_scores`).
+* The chapter's explicit criteria: the ICL-emergence window of a run's ICL loss
+  (:func:`icl_emergence_window`), the half-time of a metric (:func:`half_time`) and whether a
+  metric dips inside the window (:func:`find_dip`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["previous_token_score", "induction_score", "head_scores", "ICL_SUCCESS_LOSS",
+           "EmergenceWindow", "icl_emergence_window", "half_time", "Dip", "find_dip"]
+
+
+def _check_patterns(attn):
+    a = np.asarray(attn, dtype=float)
+    if a.ndim != 4 or a.shape[-1] != a.shape[-2] or a.shape[-1] < 2:
+        raise ValueError(f"attn must have shape (batch, n_heads, T, T) with T >= 2, "
+                         f"got {a.shape}")
+    return a
+
+
+def previous_token_score(attn) -> np.ndarray:
+    """Mean attention from each position ``j >= 1`` to ``j - 1``, per head.
+
+    Parameters
+    ----------
+    attn : array, shape (batch, n_heads, T, T)
+        Attention patterns (row ``j`` is the distribution of position ``j`` over keys).
+
+    Returns
+    -------
+    ndarray, shape (n_heads,), in ``[0, 1]``
+    """
+    a = _check_patterns(attn)
+    return np.diagonal(a, offset=-1, axis1=-2, axis2=-1).mean(axis=(0, 2))
+
+
+def induction_score(attn, period) -> np.ndarray:
+    """Attention paid to the right continuation's earlier occurrences, per head.
+
+    In a sequence of period ``L`` the token that follows position ``j`` is the one at
+    every earlier position ``k <= j`` with ``k = j + 1 (mod L)``: ``j - L + 1``, which
+    followed the previous occurrence of the current token, and ``j - 2L + 1``, ... one
+    period further back each.  The score is the attention mass of position ``j`` on
+    those keys, averaged over all positions ``j >= L_b`` (from the second period on) of
+    all sequences ``b`` together.  A perfect induction head (Olsson et al. 2022) scores 1.
+
+    Parameters
+    ----------
+    attn : array, shape (batch, n_heads, T, T)
+        Attention patterns (row ``j``: the distribution of query ``j`` over the keys).
+    period : int array, shape (batch,)
+        The period ``L_b`` of each sequence, ``1 <= L_b < T``.
+
+    Returns
+    -------
+    ndarray, shape (n_heads,), in ``[0, 1]``
+    """
+    a = _check_patterns(attn)
+    B, H, T, _ = a.shape
+    L = np.asarray(period)
+    if L.shape != (B,) or not np.issubdtype(L.dtype, np.integer) or L.min() < 1 or L.max() >= T:
+        raise ValueError(f"period must be an integer array of shape ({B},) with values in "
+                         f"1..{T - 1}, got {period!r}")
+    j = np.arange(T)[:, None]
+    k = np.arange(T)[None, :]
+    Lb = L[:, None, None]
+    keys = (k <= j) & ((j + 1 - k) % Lb == 0)                    # (B, T, T)
+    queries = (np.arange(T)[None, :] >= L[:, None])              # (B, T)
+    mass = np.einsum("bhjk,bjk->bhj", a, keys.astype(float))     # (B, H, T)
+    return (mass * queries[:, None, :]).sum(axis=(0, 2)) / queries.sum()
+
+
+def head_scores(patterns, icl_mask) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`previous_token_score` and :func:`induction_score` of every head.
+
+    Parameters
+    ----------
+    patterns : list of (batch, n_heads, T, T) tensors, one per layer
+    icl_mask : (batch, T - 1) bool tensor from :meth:`InductionTask.sample` (it fixes the
+        period of each sequence: ``L_b = 1 + #{j : not icl_mask[b, j]}``).
+
+    Returns
+    -------
+    (prev, ind), each of shape (n_layers, n_heads)
+    """
+    mask = np.asarray(icl_mask.cpu() if isinstance(icl_mask, torch.Tensor) else icl_mask)
+    period = (~mask).sum(axis=1).astype(np.int64) + 1
+    prev, ind = [], []
+    for attn in patterns:
+        a = attn.detach().double().cpu().numpy() if isinstance(attn, torch.Tensor) else attn
+        prev.append(previous_token_score(a))
+        ind.append(induction_score(a, period))
+    return np.array(prev), np.array(ind)
+
+
+#: ICL loss below which we say a model does ICL: the right token gets geometric-mean
+#: probability above 1/2 (guessing among the L >= 4 pattern tokens gives at most 1/4)
+ICL_SUCCESS_LOSS = math.log(2.0)
+
+
+@dataclass(frozen=True)
+class EmergenceWindow:
+    """The ICL-emergence window of one run (see :func:`icl_emergence_window`).
+
+    ``start``, ``mid``, ``end`` are checkpoint steps (all ``None`` when ICL did not
+    emerge); ``upper`` and ``lower`` are the loss levels (nats) that define them.
+    """
+
+    emerged: bool
+    upper: float
+    lower: float
+    start: int | None
+    mid: int | None
+    end: int | None
+
+    @property
+    def width(self) -> int | None:
+        """``end - start`` in steps (``None`` when ICL did not emerge)."""
+        return None if not self.emerged else self.end - self.start
+
+
+def icl_emergence_window(steps, icl_loss, upper: float, lower: float = ICL_SUCCESS_LOSS
+                         ) -> EmergenceWindow:
+    r"""When the ICL loss leaves its plateau: the chapter's explicit criterion.
+
+    With ``l(t)`` the evaluation ICL loss at the checkpoints:
+
+    * ICL **emerged** iff ``l`` falls below ``lower`` (default ``log 2``: the right token
+      gets geometric-mean probability above 1/2);
+    * the window ends at ``end``, the first checkpoint with ``l <= lower``, and starts at
+      ``start``, the last checkpoint before ``end`` with ``l > upper`` plus one (so
+      ``l <= upper`` on all of ``[start, end]``); ``mid`` is the first checkpoint in the
+      window with ``l <= (upper + lower) / 2``.
+
+    The chapter uses ``upper = InductionTask.bag_of_tokens_loss()``: the loss of guessing
+    uniformly among the pattern's tokens, i.e. of knowing *which* tokens are in the
+    context but not their order.  A run's plateau sits above it; induction takes the loss
+    from there to below ``log 2`` within a few hundred steps.
+
+    Returns
+    -------
+    EmergenceWindow
+    """
+    steps = np.asarray(steps)
+    loss = np.asarray(icl_loss, dtype=float)
+    if steps.shape != loss.shape or steps.ndim != 1 or steps.size < 2:
+        raise ValueError(f"steps and icl_loss must be 1-D of the same length >= 2, got "
+                         f"{steps.shape} and {loss.shape}")
+    upper, lower = float(upper), float(lower)
+    if not (math.isfinite(upper) and math.isfinite(lower) and 0 <= lower < upper):
+        raise ValueError(f"lower and upper must satisfy 0 <= lower < upper, got "
+                         f"lower={lower}, upper={upper}")
+    below = np.flatnonzero(loss <= lower)
+    if below.size == 0:
+        return EmergenceWindow(False, upper, lower, None, None, None)
+    i_end = int(below[0])
+    above = np.flatnonzero(loss[:i_end] > upper)
+    i_start = int(above[-1]) + 1 if above.size else 0
+    i_mid = i_start + int(np.argmax(loss[i_start:i_end + 1] <= (upper + lower) / 2))
+    return EmergenceWindow(True, upper, lower, int(steps[i_start]), int(steps[i_mid]),
+                           int(steps[i_end]))
+
+
+def half_time(steps, values) -> int:
+    """First checkpoint at which ``values`` has covered half of its change from start to end.
+
+    That is the first ``t`` with ``|v(t) - v(T)| <= |v(0) - v(T)| / 2``.  For a subspace
+    distance to the final matrix (``v(T) = 0``) it is the first time the distance is half
+    its initial value.
+    """
+    steps = np.asarray(steps)
+    v = np.asarray(values, dtype=float)
+    if v.shape != steps.shape or v.ndim != 1 or v.size < 2:
+        raise ValueError(f"steps and values must be 1-D of the same length >= 2, got "
+                         f"{steps.shape} and {v.shape}")
+    gap = np.abs(v - v[-1])
+    return int(steps[np.argmax(gap <= gap[0] / 2)])
+
+
+@dataclass(frozen=True)
+class Dip:
+    """Where a metric reaches its minimum after the initial transient (see :func:`find_dip`).
+
+    ``step`` of the minimum, ``fall`` = value at the plateau step minus the minimum,
+    ``rise`` = final value minus the minimum, ``in_window`` whether ``step`` lies in the
+    emergence window, ``is_dip`` = ``in_window and fall > delta and rise > delta``.
+    """
+
+    step: int
+    fall: float
+    rise: float
+    in_window: bool
+    is_dip: bool
+
+
+def find_dip(steps, values, window: EmergenceWindow, *, after_fraction: float = 0.05,
+             delta: float = 0.1) -> Dip:
+    """Does ``values`` dip in the emergence window?  The chapter's explicit test.
+
+    The minimum is taken over the checkpoints ``t >= after_fraction * T`` (skipping the
+    first steps, in which every circuit leaves its random initialisation).  It is a *dip
+    in the window* when it lies in ``[window.start, window.end]`` and the metric both fell
+    into it and rose out of it by more than ``delta`` (in the metric's units; effective
+    ranks here), measured from the value at ``after_fraction * T`` and at the end ``T``.
+    """
+    steps = np.asarray(steps)
+    v = np.asarray(values, dtype=float)
+    if v.shape != steps.shape or v.ndim != 1 or v.size < 3:
+        raise ValueError(f"steps and values must be 1-D of the same length >= 3, got "
+                         f"{steps.shape} and {v.shape}")
+    if not window.emerged:
+        raise ValueError("window must be an emergence window of a run where ICL emerged")
+    i0 = int(np.argmax(steps >= after_fraction * steps[-1]))
+    im = i0 + int(np.argmin(v[i0:]))
+    fall, rise = float(v[i0] - v[im]), float(v[-1] - v[im])
+    inside = bool(window.start <= steps[im] <= window.end)
+    return Dip(int(steps[im]), fall, rise, inside, inside and fall > delta and rise > delta)

@@ -1,0 +1,148 @@
+"""The shipped runs of chapter 6: what a run file holds, how it is made and loaded.
+
+A run is reduced to its curves, head scores and circuit metrics (:func:`summarize_run`) and
+stored in the one run-file format of :mod:`icllib.nonlinear.runs`, as
+``book/data/ch6/<scale>/run_L{n_layers}_seed{seed}.npz`` (the live demo:
+``demo_L2_seed0.npz``); ``scripts/make_ch6_runs.py`` makes them (:func:`make_run`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import torch
+
+from ...scale import current_scale
+from ..circuits import circuit_metrics
+from ..runs import RunSummary, data_dir, make_command
+from ..runs import load_runs as _load_files
+from .analysis import EmergenceWindow, icl_emergence_window
+from .task import InductionTask
+from .training import AttentionOnlyRun, demo_settings, experiment_settings, train_attention_only
+
+__all__ = ["CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
+           "run_command", "make_run", "load_runs"]
+
+CHAPTER = "ch6"
+
+#: train losses are stored as means over bins of this many steps
+TRAIN_LOSS_BIN = 10
+
+
+class InductionRunSummary(RunSummary):
+    """A chapter-6 run file (:class:`icllib.nonlinear.runs.RunSummary`).
+
+    Arrays (``C`` checkpoints, ``L`` layers, ``H`` heads): ``steps``, ``icl_loss``,
+    ``first_period_loss``, ``param_norm`` (C,); ``train_loss`` binned over
+    :data:`TRAIN_LOSS_BIN` steps and ``train_loss_steps`` (the bins' centres);
+    ``prev_token_score``, ``induction_score`` (C, L, H); for each circuit ``qk`` and ``ov``:
+    ``effective_rank``, ``subspace_distance``, ``norm`` (C, L, H) and
+    ``marginal_effective_rank`` (C, L, H, len(ks)) (see :func:`summarize_run`).
+    """
+
+    @property
+    def n_layers(self) -> int:
+        """Number of attention layers."""
+        return int(self.meta["config"]["model"]["n_layers"])
+
+    def induction_head(self) -> tuple[int, int]:
+        """(layer, head) with the largest induction score at the end of training."""
+        l, h = np.unravel_index(np.argmax(self.induction_score[-1]),
+                                self.induction_score.shape[1:])
+        return int(l), int(h)
+
+    @property
+    def window(self) -> EmergenceWindow:
+        """:func:`icl_emergence_window` of this run's ICL loss (upper level: the task's
+        bag-of-tokens loss)."""
+        task = InductionTask(**self.meta["config"]["task"])
+        return icl_emergence_window(self.steps, self.icl_loss, task.bag_of_tokens_loss())
+
+
+def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "quick",
+                  ks=(1, 2, 3)) -> InductionRunSummary:
+    """Reduce a run to its curves, head scores and per-head circuit metrics (what ships).
+
+    The circuit metrics are :func:`icllib.nonlinear.circuits.circuit_metrics` of the QK and
+    OV circuits of every head, without truncation (per-head circuits have rank ``<= d_head <
+    d_model``, so their row spaces are proper subspaces), the distance taken to the final
+    checkpoint, with the marginal effective rank for each ``k`` in ``ks``.  Curves are
+    stored in float32.
+    """
+    ks = [int(k) for k in ks]
+    meta = dict(experiment="induction", chapter=CHAPTER, scale=scale, seed=int(run.seed),
+                config=dict(task=asdict(run.task), model=asdict(run.model_config),
+                            train=asdict(run.train_config)),
+                command=str(command), seconds=float(run.seconds),
+                steps_per_second=float(run.steps_per_second), torch_version=torch.__version__,
+                device=str(run.device), analysis=dict(ks=ks, train_loss_bin=TRAIN_LOSS_BIN))
+    nb = len(run.train_loss) // TRAIN_LOSS_BIN
+    if nb >= 1:
+        tl = run.train_loss[:nb * TRAIN_LOSS_BIN].reshape(nb, TRAIN_LOSS_BIN).mean(axis=1)
+        tls = np.arange(nb) * TRAIN_LOSS_BIN + (TRAIN_LOSS_BIN - 1) / 2
+    else:
+        tl, tls = run.train_loss.copy(), np.arange(len(run.train_loss), dtype=float)
+    f32 = np.float32
+    arrays = {"steps": run.steps.astype(np.int32)}
+    for name in ("icl_loss", "first_period_loss", "param_norm"):
+        arrays[name] = getattr(run, name).astype(f32)
+    arrays["train_loss"], arrays["train_loss_steps"] = tl.astype(f32), tls.astype(f32)
+    for name in ("prev_token_score", "induction_score"):
+        arrays[name] = getattr(run, name).astype(f32)
+    for circ in ("qk", "ov"):
+        for name, v in circuit_metrics(getattr(run, circ), ks=ks).items():
+            arrays[f"{circ}/{name}"] = v.astype(f32)
+    return InductionRunSummary(meta, arrays)
+
+
+def run_file_name(n_layers: int, seed: int, prefix: str = "run") -> str:
+    """File name of a shipped run: ``run_L{n_layers}_seed{seed}.npz`` (``prefix`` "demo")."""
+    return f"{prefix}_L{int(n_layers)}_seed{int(seed)}.npz"
+
+
+def run_command(n_layers: int, seed: int, scale: str, demo: bool = False,
+                device: str = "cpu") -> str:
+    """The command line that regenerates one data file."""
+    args = f"--depths {n_layers} --seeds {seed}" + (" --demo" if demo else "")
+    return make_command(CHAPTER, scale, args, device)
+
+
+def make_run(n_layers: int, seed: int, scale: str | None = None, *, demo: bool = False,
+             device: str = "cpu", progress: bool = True) -> InductionRunSummary:
+    """Train one of the chapter's runs and summarise it (:func:`summarize_run`).
+
+    ``demo=True`` uses :func:`demo_settings` (quick scale) instead of
+    :func:`experiment_settings`.  For runs that reproduce the shipped files bit for bit on
+    the same machine, call ``torch.set_num_threads(1)`` and
+    :func:`icllib.nonlinear.device.enable_determinism` first.
+    """
+    scale = current_scale() if scale is None else scale
+    if demo:
+        task, model, train = demo_settings(n_layers)
+        scale = "quick"
+    else:
+        task, model, train = experiment_settings(n_layers, scale)
+    run = train_attention_only(model, task, train, seed=seed, device=device,
+                               progress=progress)
+    return summarize_run(run, command=run_command(n_layers, seed, scale, demo, device),
+                         scale=scale)
+
+
+def load_runs(depths, seeds, *, scale: str | None = None, prefix: str = "run",
+              directory=None) -> dict[tuple[int, int], InductionRunSummary]:
+    """Load ``{(n_layers, seed): InductionRunSummary}`` from ``book/data/ch6/<scale>/``.
+
+    ``prefix="demo"`` loads the live demo's file(s); ``directory`` overrides the place.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the missing files and the command that makes them
+        (``scripts/make_ch6_runs.py``).
+    """
+    scale = current_scale() if scale is None else scale
+    directory = data_dir(CHAPTER, scale) if directory is None else directory
+    names = {(int(L), int(s)): run_file_name(L, s, prefix) for L in depths for s in seeds}
+    command = make_command(CHAPTER, scale, "--demo" if prefix == "demo" else "")
+    return _load_files(directory, names, command=command, cls=InductionRunSummary)
