@@ -6,12 +6,12 @@ kernel.  Text notebooks carry no outputs, so the checks live in the cells themse
 (assertions, many in ``remove-cell`` cells).
 """
 
-import os
-
 import pytest
 
+from icllib.widgets import use_static_figures
+
 # Interactive figures render every frame under test: every control value is exercised.
-os.environ.setdefault("ICLLIB_FIGURES", "static")
+use_static_figures()
 
 
 def _is_myst_notebook(path) -> bool:

@@ -52,6 +52,7 @@ __all__ = [
     "slider",
     "dropdown",
     "figure_mode",
+    "use_static_figures",
     "check_finite",
     "draw_figure",
     "render_frames",
@@ -141,6 +142,16 @@ def figure_mode() -> str:
     """Return ``"live"`` or ``"static"`` from ``ICLLIB_FIGURES`` (default ``"live"``)."""
     mode = os.environ.get(ENV_VAR, "").strip().lower() or "live"
     return check_choice(ENV_VAR, mode, MODES)
+
+
+def use_static_figures() -> None:
+    """Make ``static`` the default of ``ICLLIB_FIGURES`` for this process and its kernels.
+
+    The one place where the book build (``book/_ext/book_site.py``) and the tests
+    (``conftest.py``) choose pre-rendered figures, so that every frame of every interactive
+    figure is drawn; an explicit ``ICLLIB_FIGURES`` in the environment still wins.
+    """
+    os.environ.setdefault(ENV_VAR, "static")
 
 
 def check_finite(fig: Figure, where: str = "") -> None:

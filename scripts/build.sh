@@ -5,7 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 start=$(date +%s)
-export ICLLIB_FIGURES=static
 .venv/bin/jupyter-book build . --all -W -n --keep-going
 echo "[build] done in $(( $(date +%s) - start )) s; size $(du -sh _build/html | cut -f1)"
 echo "[build] open file://$(pwd)/_build/html/index.html"

@@ -12,7 +12,8 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-export ICLLIB_FIGURES=static   # exercise every frame of every interactive figure
+# every frame of every interactive figure is exercised: conftest.py and the book build choose
+# static figures (icllib.widgets.use_static_figures)
 t0=$(date +%s)
 scripts/other-cpu .venv/bin/python -m pytest tests -m "not browser" -q -p no:cacheprovider
 t1=$(date +%s)

@@ -1,7 +1,8 @@
 """Local Sphinx extension for the book's site.
 
 * Kernels started by myst-nb inherit this process's environment, so setting
-  ``ICLLIB_FIGURES=static`` here makes :func:`icllib.widgets.interactive_figure` pre-render
+  ``ICLLIB_FIGURES=static`` here (:func:`icllib.widgets.use_static_figures`) makes
+  :func:`icllib.widgets.interactive_figure` pre-render
   every control value into the page (a live Jupyter session keeps ipywidgets).
 * sphinx-thebe registers its configuration script once per read phase, so a full build
   declares ``THEBE_JS_URL`` twice and the browser logs an error on every page; scripts are
@@ -18,7 +19,6 @@
 """
 
 import json
-import os
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -234,7 +234,9 @@ def _register_label_anchors(app, doctree):
 
 
 def setup(app):
-    os.environ.setdefault("ICLLIB_FIGURES", "static")
+    from icllib.widgets import use_static_figures
+
+    use_static_figures()
     app.connect("builder-inited", _check_unique_labels)
     app.connect("doctree-read", _register_label_anchors)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
