@@ -15,7 +15,11 @@ Shared by both:
   one parameter norm;
 * :mod:`icllib.nonlinear.runs`: the one run-file format (same metadata), its loader and the
   directory scheme ``book/data/<chapter>/<scale>/``;
-* :mod:`icllib.nonlinear.device`: devices and deterministic algorithms (cuBLAS workspace).
+* :mod:`icllib.nonlinear.device`: devices and deterministic algorithms (cuBLAS workspace);
+* :mod:`icllib.nonlinear.curvature`: the curvature estimators of the loss autocorrelation and
+  of parameter norms;
+* :mod:`icllib.nonlinear.batched`: several seeds of one configuration trained as one stacked
+  model.
 
 Level crossings use :func:`icllib.metrics.first_crossing`, sizes :func:`icllib.scale.pick`;
 the exercise checkers of both chapters live in :mod:`icllib.exercises.nonlinear`.  Importing
