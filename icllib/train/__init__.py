@@ -26,6 +26,7 @@ The package holds one idea per module; the names in brackets are importable from
 from .gradients import loss_and_grads
 from .initialisation import balanced_init, random_init
 from .sgd import Recording, train_sgd
+from . import finite_tasks
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 
 __all__ = [
