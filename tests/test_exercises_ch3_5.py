@@ -65,7 +65,7 @@ def test_check_paper_loss_passes_reference_and_fails_the_wrong_units_formula():
         s = np.asarray(s, float)
         return 0.5 * np.sum(s * (1 - 2 * s * a + s * s_inf(s, N) * a**2), axis=-1)
 
-    def wrong_units(a, s, N):  # s a_inf a^2 instead of s s_inf a^2 (book: 'Corrected formulas')
+    def wrong_units(a, s, N):  # s a_inf a^2 instead of s s_inf a^2: wrong units
         s = np.asarray(s, float)
         return 0.5 * np.sum(s * (1 - 2 * s * a + s * a**2 / s_inf(s, N)), axis=-1)
 

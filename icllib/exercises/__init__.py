@@ -24,7 +24,7 @@ PASSED exact_mean_velocity: ...
 from .core import CheckResult, check_function
 from .dynamics import check_exact_mean_velocity
 from .fixed_points import check_exact_fixed_point
-from .loss import check_paper_loss
+from .loss import check_exact_floor, check_paper_loss
 from .finite_tasks import check_task_set_fixed_point
 from .nonlinear import check_embedding_fourier_power, check_induction_score
 from .setup import check_prediction_at_convergence
@@ -39,6 +39,7 @@ __all__ = [
     "check_logistic_a",
     "check_plateau_length",
     "check_paper_loss",
+    "check_exact_floor",
     "check_task_set_fixed_point",
     "check_induction_score",
     "check_embedding_fourier_power",

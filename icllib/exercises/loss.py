@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Callable
 
 import numpy as np
 
 from .core import CheckResult, check_function
 
-__all__ = ["check_paper_loss"]
+__all__ = ["check_paper_loss", "check_exact_floor"]
 
 
 def _sample_paper_loss_inputs(rng):
@@ -23,13 +23,37 @@ def _sample_paper_loss_inputs(rng):
 def check_paper_loss(candidate: Callable, *, trials: int = 20, seed: int = 0) -> CheckResult:
     """Check ``candidate(a, s, N) -> L`` (shape ``(T,)`` for ``a`` of shape ``(T, d)``).
 
-    Reference: :func:`icllib.theory.paper_loss`, the paper's eq. 14 as corrected in the book
-    (chapter 5, 'The loss as a function of the modes'),
-    ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)``, on random
-    products ``a`` (both signs, on the scale ``1/s``), ``d`` in ``1..5``, ``s`` in
+    Reference: :func:`icllib.theory.paper_loss`, the paper's eq. 14 (book chapter 5, 'The
+    loss as a function of the modes'), ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)``,
+    on random products ``a`` (both signs, on the scale ``1/s``), ``d`` in ``1..5``, ``s`` in
     ``[0.1, 4]``, ``N`` in ``1..299``.  Tolerance ``rtol = 1e-9``.
     """
     from ..theory import paper_loss
 
     return check_function(candidate, paper_loss, _sample_paper_loss_inputs, trials=trials,
                           seed=seed, rtol=1e-9, atol=1e-12, name="paper_loss")
+
+
+def _sample_floor_inputs(rng):
+    """A spread spectrum (``d`` in 1..5, ``s`` in ``[0.01, 5]``) and a short context ``N``.
+
+    Every other trial uses ``N`` in ``1..4``, where the weakest modes are often switched off
+    (book chapter 3, water-filling); the rest use ``N`` in ``1..200``.
+    """
+    d = int(rng.integers(1, 6))
+    s = np.sort(np.exp(rng.uniform(np.log(0.01), np.log(5.0), size=d)))[::-1]
+    N = int(rng.integers(1, 5)) if rng.random() < 0.5 else int(rng.integers(1, 201))
+    return {"s": s, "N": N}
+
+
+def check_exact_floor(candidate: Callable, *, trials: int = 40, seed: int = 0) -> CheckResult:
+    """Check ``candidate(s, N) -> l*``, the minimum of the exact mean loss, for any spectrum.
+
+    Reference: :func:`icllib.theory.exact_converged_loss` (book chapter 5, 'The floor'), on
+    spread spectra and short contexts where the exact minimiser switches modes off, so the
+    all-active closed form is not enough.  Tolerance ``rtol = 1e-9``.
+    """
+    from ..theory import exact_converged_loss
+
+    return check_function(candidate, exact_converged_loss, _sample_floor_inputs, trials=trials,
+                          seed=seed, rtol=1e-9, atol=1e-12, name="exact_floor")

@@ -1,11 +1,13 @@
 r"""Losses of the reduced model as functions of the modes, and their floors (book ch. 1, 2, 5).
 
-* :func:`paper_loss` (paper eq. 14, as corrected in book chapter 5) and its gradient, whose
-  gradient flow is the paper's decoupled dynamics (eqs. 9-10);
+* :func:`paper_loss` (paper eq. 14) and its gradient, whose gradient flow is the paper's
+  decoupled dynamics (eqs. 9-10);
 * :func:`exact_loss` and its gradient, the exact task- and data-averaged loss (book chapter
   2, 'The exact mean loss and its gradient flow');
-* the floors :func:`converged_loss`, :func:`exact_converged_loss` and the starting value
-  :func:`initial_loss` (book chapter 5, 'The floor');
+* the floors :func:`converged_loss`, :func:`exact_converged_loss` (and its closed form for any
+  active set, :func:`exact_floor_active_set`), the spectra on which they coincide at finite
+  ``N`` (:func:`coinciding_floors_ratio`) and the starting value :func:`initial_loss` (book
+  chapter 5, 'The floor');
 * :func:`prediction_at_convergence`, what the model computes at the paper's fixed point
   (eq. 11; book chapters 1 and 3).
 """
@@ -25,17 +27,19 @@ __all__ = [
     "exact_loss_grad",
     "converged_loss",
     "exact_converged_loss",
+    "exact_floor_active_set",
+    "coinciding_floors_ratio",
     "initial_loss",
     "prediction_at_convergence",
 ]
 
 
 def paper_loss(a, s, N):
-    r"""The paper's mean loss as a function of the mode products (eq. 14, corrected).
+    r"""The paper's mean loss as a function of the mode products (paper eq. 14).
 
-    ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)`` (book chapter 5; the
-    circulating form with ``s_a a_inf a_a^2`` is dimensionally wrong).  Its gradient flow with
-    ``tau = 1/(eta s^2)`` is the paper's eqs. 9-10.
+    ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)`` (book chapter 5, 'The loss as a
+    function of the modes').  Its gradient flow with ``tau = 1/(eta s^2)`` is the paper's
+    decoupled mode equations.
 
     Parameters
     ----------
@@ -142,7 +146,7 @@ def exact_converged_loss(s, N):
     so ``N l* -> (Tr S + (sum_a sqrt(s_a))^2) / 2`` as ``N -> infinity``, whereas the
     paper's :func:`converged_loss` has ``N L_inf -> (d+1) Tr S / 2``.  By Cauchy-Schwarz
     ``(sum sqrt(s))^2 <= d Tr S``: the two agree for isotropic ``S`` and otherwise the
-    paper's value is the larger at large ``N`` (by 10 % for ``s = (4, 2, 1, 0.5)``).
+    paper's value is the larger at large ``N`` (by 11 % for ``s = (4, 2, 1, 0.5)``).
     Computed here as ``1/2 sum_a [s_a - 2 s_a^2 a*_a + ((N+1)/N) s_a^3 a*_a^2]
     + (1/(2N)) (sum_a s_a^{3/2} a*_a)^2``, valid for any active set.
     """
@@ -152,6 +156,47 @@ def exact_converged_loss(s, N):
     diag = 0.5 * np.sum(s - 2.0 * s ** 2 * a + ((N + 1) / N) * s ** 3 * a * a)
     cross = np.sum(s ** 1.5 * a) ** 2 / (2.0 * N)
     return float(diag + cross)
+
+
+def exact_floor_active_set(s, N):
+    r"""Closed form of :func:`exact_converged_loss` for any active set (book chapter 5).
+
+    With ``A`` the modes the exact minimiser keeps (:func:`exact_fixed_point`, water-filling),
+    ``T_A = sum_{a in A} s_a`` and ``R_A = sum_{a in A} sqrt(s_a)``,
+
+    ``l* = 1/2 [Tr S - (N/(N+1)) (T_A - R_A^2 / (N+1+|A|))]``;
+
+    with every mode active this is the closed form of book chapter 5, 'The floor'.
+    """
+    s = check_spectrum("s", s)
+    N = check_int("N", N, 1)
+    active = exact_fixed_point(s, N) > 0
+    T_A, R_A = s[active].sum(), np.sqrt(s[active]).sum()
+    k = int(active.sum())
+    return 0.5 * float(s.sum() - N / (N + 1) * (T_A - R_A ** 2 / (N + 1 + k)))
+
+
+def coinciding_floors_ratio(N, m_large, m_small):
+    r"""Spectra on which the paper's floor is exact at finite ``N`` (book chapter 5).
+
+    :func:`converged_loss` equals :func:`exact_converged_loss` iff ``a* = 1/s_inf`` in every
+    mode; besides ``S ~ I`` that happens iff ``S`` has two distinct eigenvalues, ``m_large``
+    times ``s_large`` and ``m_small`` times ``s_small``, whose square-root ratio
+    ``r = sqrt(s_large / s_small) > 1`` solves ``m_large r^2 - (N+1) r + m_small = 0``.
+    Returns ``s_large / s_small = r^2`` (e.g. ``6.854`` for ``N = 2``, one mode each).
+
+    Raises
+    ------
+    ValueError
+        If the quadratic has no root ``r > 1`` (``N + 1 <= m_large + m_small``).
+    """
+    N = check_int("N", N, 1)
+    m1 = check_int("m_large", m_large, 1)
+    m2 = check_int("m_small", m_small, 1)
+    if N + 1 <= m1 + m2:
+        raise ValueError(f"N must be >= m_large + m_small = {m1 + m2} for a root r > 1, got {N}")
+    r = ((N + 1) + np.sqrt((N + 1) ** 2 - 4.0 * m1 * m2)) / (2.0 * m1)
+    return float(r * r)
 
 
 def initial_loss(s):
