@@ -62,3 +62,24 @@ def test_check_exact_floor_passes_the_reference_and_fails_the_all_active_form():
 
     assert not check_exact_floor(all_active)
     assert not check_exact_floor(converged_loss)
+
+
+def test_plateau_levels_start_at_half_trace_end_on_the_floors_and_match_the_exact_flow():
+    from icllib.flows import exact_mean_flow
+    from icllib.theory.losses import plateau_levels
+
+    s, N, eta, a0 = np.array([4.0, 2.0, 1.0, 0.5]), 10, 0.01, 1e-4
+    exact, paper = plateau_levels(s, N), plateau_levels(s, N, theory="paper")
+    np.testing.assert_allclose([exact[0], paper[0]], s.sum() / 2)
+    np.testing.assert_allclose([exact[-1], paper[-1]],
+                               [exact_converged_loss(s, N), converged_loss(s, N)], rtol=1e-12)
+    assert np.all(np.diff(exact) < 0) and np.all(exact <= paper + 1e-12)
+    # the exact flow sits on the level after mode 2 is learned, well before mode 3 escapes
+    t = np.array([0.0, 250.0])
+    p0 = np.full(4, np.sqrt(a0))
+    loss = exact_mean_flow(p0, p0, s, N, t, eta=eta).loss[-1]
+    np.testing.assert_allclose(loss, exact[2], rtol=2e-3)
+    with pytest.raises(ValueError, match="sorted"):
+        plateau_levels(s[::-1], N)
+    with pytest.raises(ValueError, match="theory"):
+        plateau_levels(s, N, theory="decoupled")

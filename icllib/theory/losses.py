@@ -30,6 +30,7 @@ __all__ = [
     "exact_floor_active_set",
     "coinciding_floors_ratio",
     "initial_loss",
+    "plateau_levels",
     "prediction_at_convergence",
 ]
 
@@ -197,6 +198,33 @@ def coinciding_floors_ratio(N, m_large, m_small):
         raise ValueError(f"N must be >= m_large + m_small = {m1 + m2} for a root r > 1, got {N}")
     r = ((N + 1) + np.sqrt((N + 1) ** 2 - 4.0 * m1 * m2)) / (2.0 * m1)
     return float(r * r)
+
+
+def plateau_levels(s, N, *, theory="exact"):
+    r"""Loss on each plateau of a staged run: after the ``k`` largest modes are learned.
+
+    Returns ``levels[k]``, ``k = 0..d`` (book chapter 5, 'Plateaus and cliffs'):
+
+    * ``theory="paper"``: :func:`paper_loss` with ``a = 1/s_inf`` in the first ``k`` modes and
+      ``0`` in the rest, ``Tr S/2 - sum_{b<=k} s_b^2 / (2 s_inf_b)``;
+    * ``theory="exact"``: the unlearned modes (``p, q ~ 0``) drop out of both terms of
+      :func:`exact_loss`, so the learned ones sit at the minimum for their own spectrum,
+      ``1/2 sum_{b>k} s_b + exact_converged_loss(s[:k], N)``.
+
+    ``s`` must be sorted, largest first (the order in which the modes are learned).
+    """
+    s = check_spectrum("s", s)
+    N = check_int("N", N, 1)
+    if np.any(np.diff(s) > 0):
+        raise ValueError("s must be sorted from largest to smallest")
+    if theory not in ("exact", "paper"):
+        raise ValueError(f"theory must be 'exact' or 'paper', got {theory!r}")
+    d = s.size
+    if theory == "paper":
+        drops = s ** 2 / (2.0 * s_inf(s, N))
+        return 0.5 * s.sum() - np.concatenate([[0.0], np.cumsum(drops)])
+    return np.array([0.5 * s[k:].sum() + (exact_converged_loss(s[:k], N) if k else 0.0)
+                     for k in range(d + 1)])
 
 
 def initial_loss(s):
