@@ -78,7 +78,10 @@ def test_plateau_levels_start_at_half_trace_end_on_the_floors_and_match_the_exac
     t = np.array([0.0, 250.0])
     p0 = np.full(4, np.sqrt(a0))
     loss = exact_mean_flow(p0, p0, s, N, t, eta=eta).loss[-1]
-    np.testing.assert_allclose(loss, exact[2], rtol=2e-3)
+    # mode 3 has grown to about a0 exp(2 t / tau_3) = a0 e^5 there, lowering the loss by at
+    # most s_3^2 a_3 (the linear term of the exact loss)
+    bound = s[2] ** 2 * a0 * np.exp(2 * t[-1] * eta * s[2] ** 2)
+    assert 0 <= exact[2] - loss < bound, (loss, exact[2], bound)
     with pytest.raises(ValueError, match="sorted"):
         plateau_levels(s[::-1], N)
     with pytest.raises(ValueError, match="theory"):
