@@ -49,6 +49,7 @@ __all__ = [
     "task_set_fixed_point",
     "task_set_fixed_point_pq",
     "task_set_floor",
+    "fresh_excess_constant",
     "steps_to_passes",
     "tau_in_passes",
     "monte_carlo_loss",
@@ -267,6 +268,34 @@ def task_set_floor(s, N, m):
     a = task_set_fixed_point(s, N, m)
     s, m = np.asarray(s, dtype=float), np.asarray(m, dtype=float)
     return float(0.5 * np.sum(m * s * (1.0 - s * a)))
+
+
+def fresh_excess_constant(s, N, *, h=1e-3):
+    r"""``C`` in ``E[l(theta*_P)] - l* = C / P + O(P^{-2})`` (chapter 5b, ``ch5b-excess``).
+
+    ``l(theta*_P)`` is the fresh-task loss (:func:`icllib.theory.exact_loss`) at the
+    minimiser of the task-set loss (:func:`task_set_fixed_point_pq`), a smooth function
+    ``E(m)`` with a minimum ``l*`` at ``m = 1``.  The ``m_a`` are means of ``P`` independent
+    ``lambda^2`` (variance 2), so ``E[E(m)] - l* = (1/P) sum_a d^2E/dm_a^2 + O(P^{-2})``;
+    the second derivatives are taken by central differences of step ``h``.
+
+    Returns
+    -------
+    float
+    """
+    s = check_spectrum("s", s)
+    N = check_int("N", N, 1)
+    h = check_positive("h", h)
+
+    def excess(m):
+        return float(exact_loss(*task_set_fixed_point_pq(s, N, m), s, N))
+
+    one = np.ones(s.size)
+    base = excess(one)
+    total = 0.0
+    for e in np.eye(s.size) * h:
+        total += (excess(one + e) - 2 * base + excess(one - e)) / h ** 2
+    return total
 
 
 def steps_to_passes(steps, B, P):
