@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """Regenerate the data files of chapter 6 (attention-only transformers, ICL emergence).
 
-Each file ``book/data/ch6/<scale>/run_L{depth}_seed{seed}.npz`` holds one run's evaluation
-curves, head scores and per-head circuit metrics in the one run-file format of
-``icllib.nonlinear.runs`` (see ``icllib.nonlinear.induction.runs``), and records the command
-that regenerates it.  Examples::
+Each file ``book/data/ch6/<scale>/run_L{depth}_{positional}_std{init_std}_seed{seed}.npz``
+holds one run's evaluation curves, head scores and per-head and per-layer circuit metrics in
+the one run-file format of ``icllib.nonlinear.runs`` (see ``icllib.nonlinear.induction.runs``),
+and records the command that regenerates it.  The runs cover the chapter's factors: depth,
+seed, attention initialisation (``--init-stds``) and positional embedding
+(``--positionals``).  Examples::
 
-    python scripts/make_ch6_runs.py                      # all quick-scale runs (CPU, ~10 min)
-    python scripts/make_ch6_runs.py --depths 2 --seeds 0 # one run
+    python scripts/make_ch6_runs.py                      # all quick-scale runs (CPU)
+    python scripts/make_ch6_runs.py --depths 2 --seeds 0 --init-stds 0.1 --positionals learned
     python scripts/make_ch6_runs.py --demo               # the chapter's short live run
     python scripts/make_ch6_runs.py --scale full --device cuda   # paper scale, on a GPU
 
@@ -33,7 +35,11 @@ sys.path.insert(0, str(ROOT))
 from icllib.nonlinear.device import enable_determinism  # noqa: E402
 from icllib.nonlinear.induction import (  # noqa: E402
     CHAPTER,
+    DEFAULT_INIT_STD,
+    DEFAULT_POSITIONAL,
+    INIT_STDS,
     MAX_LAYERS,
+    POSITIONAL_KINDS,
     experiment_seeds,
     make_run,
     run_file_name,
@@ -49,6 +55,9 @@ def main(argv=None):
     ap.add_argument("--depths", type=int, nargs="+", default=list(range(1, MAX_LAYERS + 1)))
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
                     help="default: the scale's seeds (quick: 0..4)")
+    ap.add_argument("--init-stds", type=float, nargs="+", default=list(INIT_STDS))
+    ap.add_argument("--positionals", nargs="+", choices=POSITIONAL_KINDS,
+                    default=list(POSITIONAL_KINDS))
     ap.add_argument("--demo", action="store_true",
                     help="make the short live-demo run(s) instead (default depth 2, seed 0)")
     ap.add_argument("--device", default="cpu")
@@ -70,19 +79,24 @@ def main(argv=None):
         torch.set_num_threads(1)
     enable_determinism(args.device)
 
+    if args.demo:
+        args.init_stds, args.positionals = [DEFAULT_INIT_STD], [DEFAULT_POSITIONAL]
     t_all = time.perf_counter()
-    for L in args.depths:
-        for s in seeds:
-            summary = make_run(L, s, args.scale, demo=args.demo, device=args.device,
-                               progress=not args.no_progress)
-            path = out / run_file_name(L, s, "demo" if args.demo else "run")
-            save_run(summary, path)
-            w = summary.window
-            print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
-                  f"{summary.meta['seconds']:.1f} s, "
-                  f"{summary.meta['steps_per_second']:.0f} steps/s, "
-                  f"final ICL loss {summary.icl_loss[-1]:.3f}, window "
-                  f"{(w.start, w.mid, w.end) if w.emerged else 'none'}", flush=True)
+    for positional in args.positionals:
+        for init_std in args.init_stds:
+            factors = dict(init_std=init_std, positional=positional)
+            for L in args.depths:
+                for s in seeds:
+                    summary = make_run(L, s, args.scale, demo=args.demo, device=args.device,
+                                       progress=not args.no_progress, **factors)
+                    path = out / run_file_name(L, s, "demo" if args.demo else "run", **factors)
+                    save_run(summary, path)
+                    w = summary.window
+                    print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
+                          f"{summary.meta['seconds']:.1f} s, "
+                          f"{summary.meta['steps_per_second']:.0f} steps/s, "
+                          f"final ICL loss {summary.icl_loss[-1]:.3f}, window "
+                          f"{(w.start, w.mid, w.end) if w.emerged else 'none'}", flush=True)
     print(f"total {time.perf_counter() - t_all:.1f} s")
 
 

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 from icllib.exercises import check_induction_score  # noqa: E402
 from icllib.nonlinear.circuits import circuit_metrics  # noqa: E402
 from icllib.nonlinear.induction import (  # noqa: E402
+    CIRCUIT_KINDS,
     AttentionOnlyConfig,
     AttentionOnlyTransformer,
     EmergenceWindow,
@@ -24,7 +25,9 @@ from icllib.nonlinear.induction import (  # noqa: E402
     InductionTask,
     TrainConfig,
     checkpoint_steps,
+    circuit_kind,
     demo_settings,
+    duplicate_token_score,
     experiment_seeds,
     experiment_settings,
     find_dip,
@@ -238,12 +241,57 @@ def test_head_scores_on_known_patterns():
     # head 1 attends to j - 1 only at j = 1 (to position 0), one of the 9 positions j >= 1
     np.testing.assert_allclose(previous_token_score(attn), [1.0, 1 / 9])
     np.testing.assert_allclose(induction_score(attn, period), [0.0, 1.0])
+    np.testing.assert_allclose(duplicate_token_score(attn, period), [0.0, 0.0])
     mask = np.arange(1, T)[None, :] >= period[:, None]
-    prev, ind = head_scores([torch.tensor(attn)], torch.tensor(mask))
-    assert prev.shape == ind.shape == (1, H)
+    prev, dup, ind = head_scores([torch.tensor(attn)], torch.tensor(mask))
+    assert prev.shape == dup.shape == ind.shape == (1, H)
     np.testing.assert_allclose(ind[0], [0.0, 1.0])
     with pytest.raises(ValueError, match="period"):
         induction_score(attn, np.array([3, 4, 10]))
+    with pytest.raises(ValueError, match="period"):
+        duplicate_token_score(attn, np.array([3, 4, 10]))
+
+
+def test_duplicate_token_score_on_known_patterns():
+    """A head on the current token's last earlier occurrence scores 1, spread over all earlier
+    occurrences too; one on the next token's (induction) or on itself scores 0; uniform causal
+    attention scores the mean share of earlier occurrences among the keys, floor(j/L)/(j+1)."""
+    B, H, T = 3, 4, 12
+    period = np.array([3, 4, 5])
+    attn = np.zeros((B, H, T, T))
+    for b, L in enumerate(period):
+        for j in range(T):
+            attn[b, 3, j, : j + 1] = 1.0 / (j + 1)             # head 3: uniform causal
+            if j < L:
+                attn[b, :3, j, 0] = 1.0
+                continue
+            attn[b, 0, j, j - L] = 1.0                         # head 0: last duplicate
+            earlier = np.arange(j - L, -1, -L)
+            attn[b, 1, j, earlier] = 1.0 / earlier.size        # head 1: every duplicate
+            attn[b, 2, j, j] = 1.0                             # head 2: itself
+    dup = duplicate_token_score(attn, period)
+    uniform = np.mean([(j // L) / (j + 1) for L in period for j in range(L, T)])
+    np.testing.assert_allclose(dup, [1.0, 1.0, 0.0, uniform])
+    np.testing.assert_allclose(induction_score(attn, period)[:3], [0.0, 0.0, 0.0])
+
+
+def test_circuit_kind_names_the_helper_below_the_induction_head():
+    ind = np.array([[0.1, 0.1], [0.9, 0.2]])
+    low = np.full((2, 2), 0.1)
+    helper = np.array([[0.8, 0.1], [0.1, 0.1]])
+    assert circuit_kind(helper, low, ind) == "previous-token + induction"
+    assert circuit_kind(low, helper, ind) == "duplicate-token + induction"
+    assert circuit_kind(helper, helper, ind) == "both"
+    assert circuit_kind(low, low, ind) == "induction only"
+    assert circuit_kind(low, low, low) == "no induction head"
+    # a duplicate-token head in the induction layer itself is no helper
+    assert circuit_kind(low, helper[::-1], ind) == "induction only"
+    assert set(CIRCUIT_KINDS) == {"previous-token + induction", "duplicate-token + induction",
+                                  "both", "induction only", "no induction head"}
+    with pytest.raises(ValueError, match="level"):
+        circuit_kind(low, low, ind, level=1.5)
+    with pytest.raises(ValueError, match="shape"):
+        circuit_kind(low, low, ind[0])
 
 
 def test_induction_score_checker_accepts_the_reference_and_rejects_an_off_by_one():
@@ -271,6 +319,7 @@ def test_metrics_on_checkpoints_have_the_expected_shapes_and_ranges(deterministi
     C, L, H, d = 5, 3, 4, 16
     assert run.qk.shape == run.ov.shape == (C, L, H, d, d)
     assert run.prev_token_score.shape == run.induction_score.shape == (C, L, H)
+    assert run.duplicate_token_score.shape == (C, L, H)
     assert run.train_loss.shape == (20,) and np.all(np.isfinite(run.train_loss))
     for circuits in (run.qk, run.ov):
         m = circuit_metrics(circuits, ks=(1, 2, 3))
@@ -305,6 +354,18 @@ def test_summary_round_trips_through_npz(tmp_path, deterministic):
     for name in s.qk:
         np.testing.assert_allclose(t.qk[name], s.qk[name], rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(t.ov[name], s.ov[name], rtol=1e-6, atol=1e-7)
+    assert t.factors == dict(n_layers=2, init_std=1.0, positional="learned")
+    # per-layer QK: heads stacked (norm^2 = sum of the heads' norms^2) and heads summed
+    assert t.qk_concat["effective_rank"].shape == t.qk_sum["norm"].shape == (4, 2)
+    np.testing.assert_allclose(t.qk_concat["norm"] ** 2, (t.qk["norm"] ** 2).sum(axis=2),
+                               rtol=1e-5)
+    qk_sum = run.qk.sum(axis=2)
+    np.testing.assert_allclose(t.qk_sum["norm"], np.linalg.norm(qk_sum, axis=(-2, -1)),
+                               rtol=1e-5)
+    # truncated to r = d_head, the final matrix's distance to itself is its tail beyond r
+    sv = np.linalg.svd(qk_sum[-1], compute_uv=False)
+    tail = np.sqrt((sv[:, 4:] ** 2).sum(axis=1) / (sv ** 2).sum(axis=1))
+    np.testing.assert_allclose(t.qk_sum["subspace_distance"][-1], tail, rtol=1e-4)
 
 
 # ----------------------------------------------------------------------------- emergence
@@ -359,7 +420,7 @@ def test_demo_run_reproduces_shipped_file(demo2):
     assert shipped.meta["seed"] == 0
     np.testing.assert_array_equal(shipped.steps, demo2.steps)
     for name in ("icl_loss", "first_period_loss", "param_norm", "prev_token_score",
-                 "induction_score"):
+                 "duplicate_token_score", "induction_score"):
         np.testing.assert_allclose(getattr(demo2, name), getattr(shipped, name),
                                    rtol=RTOL, atol=ATOL, err_msg=name)
     for name in ("effective_rank", "marginal_effective_rank", "subspace_distance"):
@@ -377,16 +438,16 @@ def test_shipped_runs_are_complete_small_and_regenerable():
     for L in range(1, 5):
         for s in seeds:
             path = DATA / run_file_name(L, s)
-            total += path.stat().st_size
             with np.load(path) as f:
                 meta = json.loads(str(f["meta"]))
             assert meta["seed"] == s and meta["config"]["model"]["n_layers"] == L
             assert meta["command"] == (f"python scripts/make_ch6_runs.py --scale quick "
-                                       f"--depths {L} --seeds {s}")
+                                       f"--depths {L} --seeds {s} --init-stds 0.1 "
+                                       f"--positionals learned")
             task, model, train = experiment_settings(L, "quick")
             assert meta["config"]["train"]["steps"] == train.steps
             assert meta["config"]["model"]["d_model"] == model.d_model
-    total += sum(p.stat().st_size for p in DATA.glob("demo_*.npz"))
+    total = sum(p.stat().st_size for p in DATA.glob("*.npz"))
     assert total < 2 * 1024 * 1024
 
 

@@ -7,9 +7,13 @@ re-exported here: ``from icllib.nonlinear.induction import make_run``.
 """
 
 from .analysis import (
+    CIRCUIT_KINDS,
+    HEAD_SCORE_LEVEL,
     ICL_SUCCESS_LOSS,
     Dip,
     EmergenceWindow,
+    circuit_kind,
+    duplicate_token_score,
     find_dip,
     half_time,
     head_scores,
@@ -36,7 +40,10 @@ from .runs import (
 )
 from .task import InductionTask
 from .training import (
+    DEFAULT_INIT_STD,
+    DEFAULT_POSITIONAL,
     EVAL_SEED,
+    INIT_STDS,
     AttentionOnlyRun,
     TrainConfig,
     checkpoint_steps,
@@ -53,7 +60,9 @@ __all__ = [
     "sinusoidal_positions",
     "EVAL_SEED", "TrainConfig", "AttentionOnlyRun", "checkpoint_steps", "sequence_losses",
     "train_attention_only", "experiment_settings", "experiment_seeds", "demo_settings",
-    "previous_token_score", "induction_score", "head_scores", "ICL_SUCCESS_LOSS",
+    "INIT_STDS", "DEFAULT_INIT_STD", "DEFAULT_POSITIONAL",
+    "previous_token_score", "duplicate_token_score", "induction_score", "head_scores",
+    "HEAD_SCORE_LEVEL", "CIRCUIT_KINDS", "circuit_kind", "ICL_SUCCESS_LOSS",
     "EmergenceWindow", "icl_emergence_window", "half_time", "Dip", "find_dip",
     "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
     "run_command", "make_run", "load_runs",

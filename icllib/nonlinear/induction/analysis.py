@@ -1,7 +1,8 @@
 """What the chapter reads off an attention-only run (chapter 6): head scores and emergence.
 
-* Head scores on attention patterns: :func:`previous_token_score`, :func:`induction_score`
-  (Olsson et al. 2022), both per head (:func:`head_scores`).
+* Head scores on attention patterns: :func:`previous_token_score`,
+  :func:`duplicate_token_score`, :func:`induction_score` (Olsson et al. 2022), all per head
+  (:func:`head_scores`), and which circuit a trained model built (:func:`circuit_kind`).
 * The chapter's explicit criteria: the ICL-emergence window of a run's ICL loss
   (:func:`icl_emergence_window`), the half-time of a metric (:func:`half_time`) and whether a
   metric dips inside the window (:func:`find_dip`).
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["previous_token_score", "induction_score", "head_scores", "ICL_SUCCESS_LOSS",
+__all__ = ["previous_token_score", "duplicate_token_score", "induction_score", "head_scores",
+           "HEAD_SCORE_LEVEL", "CIRCUIT_KINDS", "circuit_kind", "ICL_SUCCESS_LOSS",
            "EmergenceWindow", "icl_emergence_window", "half_time", "Dip", "find_dip"]
 
 
@@ -43,6 +45,55 @@ def previous_token_score(attn) -> np.ndarray:
     return np.diagonal(a, offset=-1, axis1=-2, axis2=-1).mean(axis=(0, 2))
 
 
+def _check_period(period, B, T):
+    L = np.asarray(period)
+    if L.shape != (B,) or not np.issubdtype(L.dtype, np.integer) or L.min() < 1 or L.max() >= T:
+        raise ValueError(f"period must be an integer array of shape ({B},) with values in "
+                         f"1..{T - 1}, got {period!r}")
+    return L
+
+
+def _periodic_mass(a, L, offset):
+    """Mean attention of the queries ``j >= L_b`` on the keys ``k <= j`` with
+    ``j + offset - k`` a positive multiple of ``L_b`` (all sequences together)."""
+    T = a.shape[-1]
+    j = np.arange(T)[:, None]
+    k = np.arange(T)[None, :]
+    gap = (j + offset - k)[None]                                 # (1, T, T)
+    Lb = L[:, None, None]
+    keys = (k <= j)[None] & (gap >= 1) & (gap % Lb == 0)         # (B, T, T)
+    queries = (np.arange(T)[None, :] >= L[:, None])              # (B, T)
+    mass = np.einsum("bhjk,bjk->bhj", a, keys.astype(float))     # (B, H, T)
+    return (mass * queries[:, None, :]).sum(axis=(0, 2)) / queries.sum()
+
+
+def duplicate_token_score(attn, period) -> np.ndarray:
+    """Attention paid to the current token's earlier occurrences, per head.
+
+    In a sequence of period ``L`` the token at position ``j`` occurred before at every
+    ``k < j`` with ``k = j (mod L)``: ``j - L``, ``j - 2L``, ...  The score is the attention
+    mass of query ``j`` on those keys, averaged over all queries ``j >= L_b`` (the ones that
+    have an earlier occurrence) of all sequences ``b`` together.  A perfect duplicate-token
+    head (Olsson et al. 2022; book chapter 6, 'Which circuit did each model build?') scores
+    1; uniform causal attention scores about ``1 / L``.  Such a head tells the query *where*
+    its token appeared before, so a later head can attend one position further on
+    (Q-composition): the alternative to a previous-token head (K-composition).
+
+    Parameters
+    ----------
+    attn : array, shape (batch, n_heads, T, T)
+        Attention patterns (row ``j``: the distribution of query ``j`` over the keys).
+    period : int array, shape (batch,)
+        The period ``L_b`` of each sequence, ``1 <= L_b < T``.
+
+    Returns
+    -------
+    ndarray, shape (n_heads,), in ``[0, 1]``
+    """
+    a = _check_patterns(attn)
+    return _periodic_mass(a, _check_period(period, a.shape[0], a.shape[-1]), offset=0)
+
+
 def induction_score(attn, period) -> np.ndarray:
     """Attention paid to the right continuation's earlier occurrences, per head.
 
@@ -65,22 +116,12 @@ def induction_score(attn, period) -> np.ndarray:
     ndarray, shape (n_heads,), in ``[0, 1]``
     """
     a = _check_patterns(attn)
-    B, H, T, _ = a.shape
-    L = np.asarray(period)
-    if L.shape != (B,) or not np.issubdtype(L.dtype, np.integer) or L.min() < 1 or L.max() >= T:
-        raise ValueError(f"period must be an integer array of shape ({B},) with values in "
-                         f"1..{T - 1}, got {period!r}")
-    j = np.arange(T)[:, None]
-    k = np.arange(T)[None, :]
-    Lb = L[:, None, None]
-    keys = (k <= j) & ((j + 1 - k) % Lb == 0)                    # (B, T, T)
-    queries = (np.arange(T)[None, :] >= L[:, None])              # (B, T)
-    mass = np.einsum("bhjk,bjk->bhj", a, keys.astype(float))     # (B, H, T)
-    return (mass * queries[:, None, :]).sum(axis=(0, 2)) / queries.sum()
+    return _periodic_mass(a, _check_period(period, a.shape[0], a.shape[-1]), offset=1)
 
 
-def head_scores(patterns, icl_mask) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`previous_token_score` and :func:`induction_score` of every head.
+def head_scores(patterns, icl_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`previous_token_score`, :func:`duplicate_token_score` and
+    :func:`induction_score` of every head.
 
     Parameters
     ----------
@@ -90,16 +131,61 @@ def head_scores(patterns, icl_mask) -> tuple[np.ndarray, np.ndarray]:
 
     Returns
     -------
-    (prev, ind), each of shape (n_layers, n_heads)
+    (prev, dup, ind), each of shape (n_layers, n_heads)
     """
     mask = np.asarray(icl_mask.cpu() if isinstance(icl_mask, torch.Tensor) else icl_mask)
     period = (~mask).sum(axis=1).astype(np.int64) + 1
-    prev, ind = [], []
+    prev, dup, ind = [], [], []
     for attn in patterns:
         a = attn.detach().double().cpu().numpy() if isinstance(attn, torch.Tensor) else attn
         prev.append(previous_token_score(a))
+        dup.append(duplicate_token_score(a, period))
         ind.append(induction_score(a, period))
-    return np.array(prev), np.array(ind)
+    return np.array(prev), np.array(dup), np.array(ind)
+
+
+#: a head "is" a previous-token / duplicate-token / induction head when its score exceeds
+#: this: most of its attention goes to those keys (uniform causal attention scores 0.1-0.25)
+HEAD_SCORE_LEVEL = 0.5
+
+#: the circuits :func:`circuit_kind` tells apart
+CIRCUIT_KINDS = ("previous-token + induction", "duplicate-token + induction", "both",
+                 "induction only", "no induction head")
+
+
+def circuit_kind(prev, dup, ind, level: float = HEAD_SCORE_LEVEL) -> str:
+    """Which induction circuit a trained model built, from its final head scores.
+
+    Parameters
+    ----------
+    prev, dup, ind : arrays, shape (n_layers, n_heads)
+        Final previous-token, duplicate-token and induction scores (:func:`head_scores`).
+    level : float
+        Score above which a head counts (default :data:`HEAD_SCORE_LEVEL`).
+
+    Returns
+    -------
+    str, one of :data:`CIRCUIT_KINDS`
+        ``"no induction head"`` when no head's induction score exceeds ``level``; otherwise
+        which helpers exist in the layers *below* the first induction head's layer: a
+        previous-token head (K-composition), a duplicate-token head (Q-composition), both,
+        or neither (``"induction only"``).
+    """
+    prev, dup, ind = (np.asarray(x, dtype=float) for x in (prev, dup, ind))
+    if prev.ndim != 2 or prev.shape != dup.shape or prev.shape != ind.shape:
+        raise ValueError(f"prev, dup and ind must have one shape (n_layers, n_heads), got "
+                         f"{prev.shape}, {dup.shape}, {ind.shape}")
+    level = float(level)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    layers = np.flatnonzero((ind > level).any(axis=1))
+    if layers.size == 0:
+        return CIRCUIT_KINDS[4]
+    below = slice(0, int(layers[0]))
+    has_prev = bool((prev[below] > level).any())
+    has_dup = bool((dup[below] > level).any())
+    return {(True, False): CIRCUIT_KINDS[0], (False, True): CIRCUIT_KINDS[1],
+            (True, True): CIRCUIT_KINDS[2], (False, False): CIRCUIT_KINDS[3]}[(has_prev, has_dup)]
 
 
 #: ICL loss below which we say a model does ICL: the right token gets geometric-mean

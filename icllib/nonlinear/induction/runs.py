@@ -2,8 +2,9 @@
 
 A run is reduced to its curves, head scores and circuit metrics (:func:`summarize_run`) and
 stored in the one run-file format of :mod:`icllib.nonlinear.runs`, as
-``book/data/ch6/<scale>/run_L{n_layers}_seed{seed}.npz`` (the live demo:
-``demo_L2_seed0.npz``); ``scripts/make_ch6_runs.py`` makes them (:func:`make_run`).
+``book/data/ch6/<scale>/run_L{n_layers}_{positional}_std{init_std}_seed{seed}.npz``
+(:func:`run_file_name`; the live demo: prefix ``demo``); ``scripts/make_ch6_runs.py`` makes
+them (:func:`make_run`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ from ..runs import RunSummary, data_dir, make_command
 from ..runs import load_runs as _load_files
 from .analysis import EmergenceWindow, icl_emergence_window
 from .task import InductionTask
-from .training import AttentionOnlyRun, demo_settings, experiment_settings, train_attention_only
+from .training import (
+    DEFAULT_INIT_STD,
+    DEFAULT_POSITIONAL,
+    AttentionOnlyRun,
+    demo_settings,
+    experiment_settings,
+    train_attention_only,
+)
 
 __all__ = ["CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
            "run_command", "make_run", "load_runs"]
@@ -36,10 +44,19 @@ class InductionRunSummary(RunSummary):
     Arrays (``C`` checkpoints, ``L`` layers, ``H`` heads): ``steps``, ``icl_loss``,
     ``first_period_loss``, ``param_norm`` (C,); ``train_loss`` binned over
     :data:`TRAIN_LOSS_BIN` steps and ``train_loss_steps`` (the bins' centres);
-    ``prev_token_score``, ``induction_score`` (C, L, H); for each circuit ``qk`` and ``ov``:
-    ``effective_rank``, ``subspace_distance``, ``norm`` (C, L, H) and
-    ``marginal_effective_rank`` (C, L, H, len(ks)) (see :func:`summarize_run`).
+    ``prev_token_score``, ``duplicate_token_score``, ``induction_score`` (C, L, H); for each
+    circuit ``qk`` and ``ov``, per head: ``effective_rank``, ``subspace_distance``, ``norm``
+    (C, L, H) and ``marginal_effective_rank`` (C, L, H, len(ks)) (OV: (C, L, H, 1)); for the
+    QK circuit per layer, ``qk_concat`` (heads stacked) and ``qk_sum`` (heads summed): the
+    same metrics of shape (C, L) and (C, L, 1) (see :func:`summarize_run`).
     """
+
+    @property
+    def factors(self) -> dict:
+        """The run's experimental factors: ``n_layers``, ``init_std``, ``positional``."""
+        m = self.meta["config"]["model"]
+        return dict(n_layers=int(m["n_layers"]), init_std=float(m["init_std"]),
+                    positional=str(m["positional"]))
 
     @property
     def n_layers(self) -> int:
@@ -67,8 +84,13 @@ def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "qui
     The circuit metrics are :func:`icllib.nonlinear.circuits.circuit_metrics` of the QK and
     OV circuits of every head, without truncation (per-head circuits have rank ``<= d_head <
     d_model``, so their row spaces are proper subspaces), the distance taken to the final
-    checkpoint, with the marginal effective rank for each ``k`` in ``ks``.  Curves are
-    stored in float32.
+    checkpoint, with the marginal effective rank for each ``k`` in ``ks`` (QK; OV and the
+    per-layer circuits: only the first ``k``, to keep the files small).  The QK circuit of
+    each layer is also measured as a whole (book chapter 6, 'Factors'): ``qk_concat``, the
+    heads' circuits stacked one above the other (``H d_model x d_model``; its row space is the
+    sum of the heads' key spaces) and ``qk_sum``, their sum (the layer's total score
+    ``x_j^T (sum_h QK_h) x_k``); both can have full rank ``d_model``, so their subspace
+    distance is truncated to ``rank = d_head``.  Curves are stored in float32.
     """
     ks = [int(k) for k in ks]
     meta = dict(experiment="induction", chapter=CHAPTER, scale=scale, seed=int(run.seed),
@@ -88,28 +110,40 @@ def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "qui
     for name in ("icl_loss", "first_period_loss", "param_norm"):
         arrays[name] = getattr(run, name).astype(f32)
     arrays["train_loss"], arrays["train_loss_steps"] = tl.astype(f32), tls.astype(f32)
-    for name in ("prev_token_score", "induction_score"):
+    for name in ("prev_token_score", "duplicate_token_score", "induction_score"):
         arrays[name] = getattr(run, name).astype(f32)
-    for circ in ("qk", "ov"):
-        for name, v in circuit_metrics(getattr(run, circ), ks=ks).items():
+    for circ, circ_ks in (("qk", ks), ("ov", ks[:1])):
+        for name, v in circuit_metrics(getattr(run, circ), ks=circ_ks).items():
+            arrays[f"{circ}/{name}"] = v.astype(f32)
+    qk = np.asarray(run.qk, dtype=np.float64)                     # (C, L, H, d, d)
+    C, Lyr, H, d, _ = qk.shape
+    layer_circuits = {"qk_concat": qk.reshape(C, Lyr, H * d, d), "qk_sum": qk.sum(axis=2)}
+    for circ, stack in layer_circuits.items():
+        for name, v in circuit_metrics(stack, ks=ks[:1], rank=d // H).items():
             arrays[f"{circ}/{name}"] = v.astype(f32)
     return InductionRunSummary(meta, arrays)
 
 
-def run_file_name(n_layers: int, seed: int, prefix: str = "run") -> str:
-    """File name of a shipped run: ``run_L{n_layers}_seed{seed}.npz`` (``prefix`` "demo")."""
-    return f"{prefix}_L{int(n_layers)}_seed{int(seed)}.npz"
+def run_file_name(n_layers: int, seed: int, prefix: str = "run", *,
+                  init_std: float = DEFAULT_INIT_STD, positional: str = DEFAULT_POSITIONAL
+                  ) -> str:
+    """File name of a shipped run, ``run_L2_learned_std0.1_seed0.npz`` (``prefix`` "demo")."""
+    return (f"{prefix}_L{int(n_layers)}_{positional}_std{float(init_std):g}"
+            f"_seed{int(seed)}.npz")
 
 
 def run_command(n_layers: int, seed: int, scale: str, demo: bool = False,
-                device: str = "cpu") -> str:
+                device: str = "cpu", *, init_std: float = DEFAULT_INIT_STD,
+                positional: str = DEFAULT_POSITIONAL) -> str:
     """The command line that regenerates one data file."""
-    args = f"--depths {n_layers} --seeds {seed}" + (" --demo" if demo else "")
+    args = (f"--depths {n_layers} --seeds {seed} --init-stds {float(init_std):g} "
+            f"--positionals {positional}" + (" --demo" if demo else ""))
     return make_command(CHAPTER, scale, args, device)
 
 
 def make_run(n_layers: int, seed: int, scale: str | None = None, *, demo: bool = False,
-             device: str = "cpu", progress: bool = True) -> InductionRunSummary:
+             device: str = "cpu", progress: bool = True, init_std: float = DEFAULT_INIT_STD,
+             positional: str = DEFAULT_POSITIONAL) -> InductionRunSummary:
     """Train one of the chapter's runs and summarise it (:func:`summarize_run`).
 
     ``demo=True`` uses :func:`demo_settings` (quick scale) instead of
@@ -118,21 +152,25 @@ def make_run(n_layers: int, seed: int, scale: str | None = None, *, demo: bool =
     :func:`icllib.nonlinear.device.enable_determinism` first.
     """
     scale = current_scale() if scale is None else scale
+    factors = dict(init_std=init_std, positional=positional)
     if demo:
-        task, model, train = demo_settings(n_layers)
+        task, model, train = demo_settings(n_layers, **factors)
         scale = "quick"
     else:
-        task, model, train = experiment_settings(n_layers, scale)
+        task, model, train = experiment_settings(n_layers, scale, **factors)
     run = train_attention_only(model, task, train, seed=seed, device=device,
                                progress=progress)
-    return summarize_run(run, command=run_command(n_layers, seed, scale, demo, device),
-                         scale=scale)
+    return summarize_run(run, command=run_command(n_layers, seed, scale, demo, device,
+                                                  **factors), scale=scale)
 
 
 def load_runs(depths, seeds, *, scale: str | None = None, prefix: str = "run",
-              directory=None) -> dict[tuple[int, int], InductionRunSummary]:
+              directory=None, init_std: float = DEFAULT_INIT_STD,
+              positional: str = DEFAULT_POSITIONAL
+              ) -> dict[tuple[int, int], InductionRunSummary]:
     """Load ``{(n_layers, seed): InductionRunSummary}`` from ``book/data/ch6/<scale>/``.
 
+    The runs of one setting of the factors ``init_std`` and ``positional``;
     ``prefix="demo"`` loads the live demo's file(s); ``directory`` overrides the place.
 
     Raises
@@ -143,6 +181,9 @@ def load_runs(depths, seeds, *, scale: str | None = None, prefix: str = "run",
     """
     scale = current_scale() if scale is None else scale
     directory = data_dir(CHAPTER, scale) if directory is None else directory
-    names = {(int(L), int(s)): run_file_name(L, s, prefix) for L in depths for s in seeds}
-    command = make_command(CHAPTER, scale, "--demo" if prefix == "demo" else "")
+    factors = dict(init_std=init_std, positional=positional)
+    names = {(int(L), int(s)): run_file_name(L, s, prefix, **factors)
+             for L in depths for s in seeds}
+    args = f"--init-stds {float(init_std):g} --positionals {positional}"
+    command = make_command(CHAPTER, scale, args + (" --demo" if prefix == "demo" else ""))
     return _load_files(directory, names, command=command, cls=InductionRunSummary)

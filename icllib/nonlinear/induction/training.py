@@ -29,7 +29,8 @@ from .model import MAX_LAYERS, AttentionOnlyConfig, AttentionOnlyTransformer
 from .task import InductionTask
 
 __all__ = ["sequence_losses", "TrainConfig", "EVAL_SEED", "AttentionOnlyRun", "checkpoint_steps",
-           "train_attention_only", "experiment_settings", "experiment_seeds", "demo_settings"]
+           "train_attention_only", "experiment_settings", "experiment_seeds", "demo_settings",
+           "INIT_STDS", "DEFAULT_INIT_STD", "DEFAULT_POSITIONAL"]
 
 
 def _token_losses(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -106,7 +107,7 @@ class AttentionOnlyRun:
         Frobenius norm of all parameters (:func:`icllib.nonlinear.circuits.parameter_norm`).
     qk, ov : (C, n_layers, n_heads, d_model, d_model) float64 arrays
         The circuits (:meth:`AttentionOnlyTransformer.circuits`).
-    prev_token_score, induction_score : (C, n_layers, n_heads) arrays
+    prev_token_score, duplicate_token_score, induction_score : (C, n_layers, n_heads) arrays
         :func:`head_scores` on the evaluation batch.
     train_loss : (steps,) array
         Training loss (all targets) of each step's batch, before the update.
@@ -129,6 +130,7 @@ class AttentionOnlyRun:
     qk: np.ndarray
     ov: np.ndarray
     prev_token_score: np.ndarray
+    duplicate_token_score: np.ndarray
     induction_score: np.ndarray
     train_loss: np.ndarray
     seconds: float = 0.0
@@ -206,6 +208,7 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
     qk = np.empty((C, Lyr, H, d, d))
     ov = np.empty((C, Lyr, H, d, d))
     prev = np.empty((C, Lyr, H))
+    dup = np.empty((C, Lyr, H))
     ind = np.empty((C, Lyr, H))
     icl = np.empty(C)
     first = np.empty(C)
@@ -218,7 +221,7 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
         with torch.no_grad():
             logits, patterns = model(eval_tokens, return_attention=True)
             a, b = sequence_losses(logits, eval_tokens, eval_mask)
-            prev[i], ind[i] = head_scores(patterns, eval_mask)
+            prev[i], dup[i], ind[i] = head_scores(patterns, eval_mask)
         icl[i], first[i] = float(a), float(b)
 
     from tqdm.auto import tqdm
@@ -243,20 +246,34 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
         raise FloatingPointError(f"training diverged (non-finite ICL loss) with lr="
                                  f"{train_config.lr}; lower lr")
     return AttentionOnlyRun(model_config, task, train_config, seed, ck, icl, first, pnorm,
-                            qk, ov, prev, ind, train_loss.double().numpy(), seconds,
+                            qk, ov, prev, dup, ind, train_loss.double().numpy(), seconds,
                             model if keep_model else None, str(dev))
 
 
 # --------------------------------------------------------------------------- settings
 
 
-def experiment_settings(n_layers: int, scale: str | None = None):
+#: the chapter's experimental factors besides depth and seed: attention-weight initialisation
+#: scale (0.1: small, as in the linear model; 1.0: standard) and positional embedding
+INIT_STDS = (0.1, 1.0)
+DEFAULT_INIT_STD = 0.1
+DEFAULT_POSITIONAL = "learned"
+
+
+def experiment_settings(n_layers: int, scale: str | None = None, *,
+                        init_std: float = DEFAULT_INIT_STD,
+                        positional: str = DEFAULT_POSITIONAL):
     """Task, architecture and optimiser of the chapter's runs with ``n_layers`` layers.
 
     Parameters
     ----------
     n_layers : int
         1..4.
+    init_std : float
+        Attention-weight initialisation scale (:class:`AttentionOnlyConfig`); the chapter
+        varies it over :data:`INIT_STDS`.
+    positional : {"learned", "sinusoidal"}
+        Positional embedding (:data:`~icllib.nonlinear.induction.model.POSITIONAL_KINDS`).
     scale : {"quick", "full"}, optional
         Default: :func:`icllib.scale.current_scale` (the ``ICLLIB_SCALE`` variable).
         ``quick`` is sized for a 2-core CPU (a 2-layer run takes ~20 s), ``full`` for a GPU.
@@ -270,7 +287,8 @@ def experiment_settings(n_layers: int, scale: str | None = None):
                 full=InductionTask(vocab_size=64, seq_len=64, min_period=8, max_period=32),
                 scale=scale)
     model = AttentionOnlyConfig(n_layers=n_layers, vocab_size=task.vocab_size,
-                                seq_len=task.seq_len, positional="learned", init_std=0.1,
+                                seq_len=task.seq_len, positional=positional,
+                                init_std=init_std,
                                 **pick(quick=dict(n_heads=2, d_model=32),
                                        full=dict(n_heads=4, d_model=128), scale=scale))
     train = pick(quick=TrainConfig(steps=3000, batch_size=32, lr=1e-3, n_checkpoints=121,
@@ -285,12 +303,14 @@ def experiment_seeds(scale: str | None = None) -> tuple[int, ...]:
     return pick(quick=(0, 1, 2, 3, 4), full=tuple(range(10)), scale=scale)
 
 
-def demo_settings(n_layers: int = 2):
+def demo_settings(n_layers: int = 2, *, init_std: float = DEFAULT_INIT_STD,
+                  positional: str = DEFAULT_POSITIONAL):
     """The short live run of the chapter and the tests: quick settings, lr 3e-3, 800 steps.
 
     Long enough for a 2-layer model to pass its ICL transition (about step 400), short
     enough to run in a few seconds on one CPU core.
     """
-    task, model, _ = experiment_settings(n_layers, "quick")
+    task, model, _ = experiment_settings(n_layers, "quick", init_std=init_std,
+                                         positional=positional)
     return task, model, TrainConfig(steps=800, batch_size=32, lr=3e-3, n_checkpoints=41,
                                     eval_size=512)
