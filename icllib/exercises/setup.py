@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from .core import CheckResult, check_function
 
-__all__ = ["check_prediction_at_convergence"]
+__all__ = ["check_prediction_at_convergence", "check_all_modes_active_from"]
 
 
 def _sample_prediction_inputs(rng):
@@ -38,3 +40,43 @@ def check_prediction_at_convergence(candidate: Callable, *, trials: int = 20,
     return check_function(candidate, prediction_at_convergence, _sample_prediction_inputs,
                           trials=trials, seed=seed, rtol=1e-7, atol=1e-10,
                           name="prediction_at_convergence")
+
+
+def _all_modes_active_from(s):
+    """Smallest ``N >= 1`` at which every mode of the exact minimiser is active (by search)."""
+    from ..theory import exact_fixed_point
+
+    N = 1
+    while not np.all(exact_fixed_point(s, N) > 0):
+        N += 1
+    return N
+
+
+def _sample_spread_spectrum(rng):
+    """A spectrum of ``d`` in ``1..6`` modes, log-uniform over one to three decades.
+
+    Spreads this wide switch modes off up to ``N`` of several hundred; the sampler redraws
+    spectra whose threshold lies within ``1e-6`` of an integer (a tie the exercise does not
+    ask about).
+    """
+    while True:
+        d = int(rng.integers(1, 7))
+        decades = rng.uniform(1.0, 3.0)
+        s = 10.0 ** rng.uniform(-decades, 0.0, size=d)
+        x = np.sqrt(s).sum() / np.sqrt(s.min()) - d - 1
+        if abs(x - np.round(x)) > 1e-6:
+            return {"s": s}
+
+
+def check_all_modes_active_from(candidate: Callable, *, trials: int = 30,
+                                seed: int = 0) -> CheckResult:
+    """Check ``candidate(s) -> N_min``, the shortest context at which no mode is switched off.
+
+    Reference: the smallest ``N >= 1`` for which every product of
+    :func:`icllib.theory.exact_fixed_point` is positive (book chapter 1, exercise 'When is
+    every mode learned?'; the exact minimiser of book chapter 3), found by search, on random
+    spectra with ``d`` in ``1..6`` spread over one to three decades.  Integer answer: exact.
+    """
+    return check_function(candidate, _all_modes_active_from, _sample_spread_spectrum,
+                          trials=trials, seed=seed, rtol=0.0, atol=0.5,
+                          name="all_modes_active_from")

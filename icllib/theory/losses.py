@@ -30,6 +30,7 @@ __all__ = [
     "exact_floor_active_set",
     "coinciding_floors_ratio",
     "initial_loss",
+    "floor_gap_limit",
     "plateau_levels",
     "prediction_at_convergence",
 ]
@@ -231,6 +232,19 @@ def initial_loss(s):
     r"""Loss at ``p = q = 0`` (prediction 0): ``Tr S / 2`` (book chapter 5)."""
     s = check_spectrum("s", s)
     return 0.5 * float(np.sum(s))
+
+
+def floor_gap_limit(s):
+    r"""Large-``N`` limit of ``N (L_inf - l*)``: ``1/2 (d Tr S - (sum_a sqrt(s_a))^2)`` (ch. 1).
+
+    ``N`` times :func:`converged_loss` tends to ``(d+1) Tr S / 2`` and ``N`` times
+    :func:`exact_converged_loss` to ``(Tr S + (sum_a sqrt(s_a))^2) / 2`` (book chapter 1, 'How
+    much lower: the exact floor'), so the paper's floor exceeds the exact one by this amount
+    over ``N``: a gap of order ``1/N``, the same order as the floors.  Non-negative by
+    Cauchy-Schwarz, zero iff ``S`` is isotropic.
+    """
+    s = check_spectrum("s", s)
+    return 0.5 * float(s.size * s.sum() - np.sqrt(s).sum() ** 2)
 
 
 def prediction_at_convergence(W, Sigma_hat, xq, Sigma_x, N):

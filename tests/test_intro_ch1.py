@@ -1,0 +1,73 @@
+"""Chapter 1: the O(1/N) gap between the paper's and the exact loss floor, and its exercise."""
+
+import numpy as np
+import pytest
+
+from icllib.examples import RUNNING_EXAMPLE, SPECTRA
+from icllib.exercises import check_all_modes_active_from
+from icllib.theory import converged_loss, exact_converged_loss, exact_fixed_point, floor_gap_limit
+
+
+def reference_threshold(s):
+    s = np.asarray(s, dtype=float)
+    x = np.sqrt(s).sum() / np.sqrt(s.min()) - s.size - 1
+    return max(1, int(np.floor(x)) + 1)
+
+
+def test_floor_gap_limit_running_example():
+    s = RUNNING_EXAMPLE.s
+    d, T, R = s.size, s.sum(), np.sqrt(s).sum()
+    assert floor_gap_limit(s) == pytest.approx(0.5 * (d * T - R ** 2), rel=1e-14)
+    assert floor_gap_limit(s) == pytest.approx(1.886039, abs=1e-6)
+    assert floor_gap_limit(SPECTRA["isotropic"]) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(SPECTRA))
+def test_gap_is_order_one_over_N(name):
+    """N (L_inf - l*) -> floor_gap_limit with an O(1/N) remainder (not a 1/N^2 gap)."""
+    s = SPECTRA[name]
+    c = floor_gap_limit(s)
+    err = {N: N * (converged_loss(s, N) - exact_converged_loss(s, N)) - c
+           for N in (10 ** 4, 10 ** 5, 10 ** 6)}
+    if c == pytest.approx(0.0, abs=1e-12):
+        assert all(abs(e) < 1e-9 for e in err.values())
+        return
+    # the remainder shrinks tenfold per decade of N (O(1/N)); float error of the floors
+    # (~1e-16 relative, times N^2 / c) stays far below it
+    assert err[10 ** 5] / err[10 ** 4] == pytest.approx(0.1, rel=0.02)
+    assert err[10 ** 6] / err[10 ** 5] == pytest.approx(0.1, rel=0.05)
+    # a 1/N^2 gap would make N^2 (L_inf - l*) converge; it grows tenfold per decade instead
+    n2 = [N * (N * (converged_loss(s, N) - exact_converged_loss(s, N))) for N in (10 ** 4, 10 ** 5)]
+    assert n2[1] / n2[0] == pytest.approx(10.0, rel=0.01)
+
+
+def test_all_modes_active_threshold_matches_water_filling():
+    s = RUNNING_EXAMPLE.s
+    assert reference_threshold(s) == 3
+    assert exact_fixed_point(s, 2)[-1] == 0 and np.all(exact_fixed_point(s, 3) > 0)
+
+
+def test_checker_accepts_reference_and_rejects_wrong_answers():
+    assert check_all_modes_active_from(reference_threshold)
+
+    def sum_of_variances(s):          # s instead of sqrt(s)
+        s = np.asarray(s, dtype=float)
+        return max(1, int(np.floor(s.sum() / s.min() - s.size - 1)) + 1)
+
+    def no_clamp(s):                  # forgets that N >= 1
+        s = np.asarray(s, dtype=float)
+        return int(np.floor(np.sqrt(s).sum() / np.sqrt(s.min()) - s.size - 1)) + 1
+
+    def off_by_one(s):                # N + d instead of N + 1 + d
+        s = np.asarray(s, dtype=float)
+        return max(1, int(np.floor(np.sqrt(s).sum() / np.sqrt(s.min()) - s.size)) + 1)
+
+    for wrong in (sum_of_variances, no_clamp, off_by_one):
+        assert not check_all_modes_active_from(wrong)
+
+
+def test_checker_reports_unimplemented():
+    def stub(s):
+        raise NotImplementedError
+
+    assert not check_all_modes_active_from(stub)
