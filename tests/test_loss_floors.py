@@ -86,3 +86,17 @@ def test_plateau_levels_start_at_half_trace_end_on_the_floors_and_match_the_exac
         plateau_levels(s[::-1], N)
     with pytest.raises(ValueError, match="theory"):
         plateau_levels(s, N, theory="decoupled")
+
+
+def test_checkers_of_chapter_5_are_quiet_when_asked(capsys):
+    from icllib.exercises import check_exact_floor, check_paper_loss
+    from icllib.theory import exact_converged_loss, paper_loss
+
+    assert check_paper_loss(paper_loss, verbose=False)
+    assert not check_exact_floor(paper_loss_floor_typo, verbose=False)
+    assert check_exact_floor(exact_converged_loss, verbose=False)
+    assert capsys.readouterr().out == ""
+
+
+def paper_loss_floor_typo(s, N):
+    return exact_converged_loss(s, N) * 1.01

@@ -20,18 +20,21 @@ def _sample_paper_loss_inputs(rng):
     return {"a": a, "s": s, "N": int(rng.integers(1, 300))}
 
 
-def check_paper_loss(candidate: Callable, *, trials: int = 20, seed: int = 0) -> CheckResult:
+def check_paper_loss(candidate: Callable, *, trials: int = 20, seed: int = 0,
+                     verbose: bool = True) -> CheckResult:
     """Check ``candidate(a, s, N) -> L`` (shape ``(T,)`` for ``a`` of shape ``(T, d)``).
 
     Reference: :func:`icllib.theory.paper_loss`, the paper's eq. 14 (book chapter 5, 'The
     loss as a function of the modes'), ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)``,
     on random products ``a`` (both signs, on the scale ``1/s``), ``d`` in ``1..5``, ``s`` in
-    ``[0.1, 4]``, ``N`` in ``1..299``.  Tolerance ``rtol = 1e-9``.
+    ``[0.1, 4]``, ``N`` in ``1..299``.  Tolerance ``rtol = 1e-9``.  ``verbose=False`` prints
+    nothing (the verdict is still returned).
     """
     from ..theory import paper_loss
 
     return check_function(candidate, paper_loss, _sample_paper_loss_inputs, trials=trials,
-                          seed=seed, rtol=1e-9, atol=1e-12, name="paper_loss")
+                          seed=seed, rtol=1e-9, atol=1e-12, name="paper_loss",
+                          verbose=verbose)
 
 
 def _sample_floor_inputs(rng):
@@ -46,14 +49,17 @@ def _sample_floor_inputs(rng):
     return {"s": s, "N": N}
 
 
-def check_exact_floor(candidate: Callable, *, trials: int = 40, seed: int = 0) -> CheckResult:
+def check_exact_floor(candidate: Callable, *, trials: int = 40, seed: int = 0,
+                      verbose: bool = True) -> CheckResult:
     """Check ``candidate(s, N) -> l*``, the minimum of the exact mean loss, for any spectrum.
 
     Reference: :func:`icllib.theory.exact_converged_loss` (book chapter 5, 'The floor'), on
     spread spectra and short contexts where the exact minimiser switches modes off, so the
-    all-active closed form is not enough.  Tolerance ``rtol = 1e-9``.
+    all-active closed form is not enough.  Tolerance ``rtol = 1e-9``.  ``verbose=False`` prints
+    nothing (the verdict is still returned).
     """
     from ..theory import exact_converged_loss
 
     return check_function(candidate, exact_converged_loss, _sample_floor_inputs, trials=trials,
-                          seed=seed, rtol=1e-9, atol=1e-12, name="exact_floor")
+                          seed=seed, rtol=1e-9, atol=1e-12, name="exact_floor",
+                          verbose=verbose)
