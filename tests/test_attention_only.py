@@ -31,6 +31,7 @@ from icllib.nonlinear.induction import (  # noqa: E402
     experiment_seeds,
     experiment_settings,
     find_dip,
+    find_local_dip,
     half_time,
     head_scores,
     icl_emergence_window,
@@ -402,6 +403,19 @@ def test_half_time_and_dip_on_known_curves():
     assert d.in_window and not d.is_dip
     with pytest.raises(ValueError, match="window"):
         find_dip(steps, v, EmergenceWindow(False, 2.0, 0.7, None, None, None))
+
+
+def test_local_dip_counts_a_dip_at_the_window_that_the_global_test_rejects():
+    steps = np.arange(0, 3001, 25)
+    w = EmergenceWindow(True, 2.0, 0.7, 1000, 1100, 1200)
+    v = 5 - 1.0 * np.exp(-((steps - 1100) / 100.0) ** 2) - 2.0 * (steps > 2500)
+    assert not find_dip(steps, v, w).is_dip                   # global minimum after 2500
+    d = find_local_dip(steps, v, w, margin=250)
+    assert d.is_dip and d.step == 1100 and d.fall > 0.9 and d.rise > 0.9
+    falling = 5 - steps / 1000.0                               # falls through the window
+    assert not find_local_dip(steps, falling, w, margin=250).is_dip
+    with pytest.raises(ValueError, match="margin"):
+        find_local_dip(steps, v, w, margin=-1)
 
 
 def test_two_layers_learn_in_context_and_one_layer_does_not(demo1, demo2):

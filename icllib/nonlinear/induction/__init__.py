@@ -2,7 +2,8 @@
 
 Modules: :mod:`.task` (the periodic sequences), :mod:`.model` (the transformer and its QK/OV
 circuits), :mod:`.training` (Adam, checkpoints, the chapter's settings), :mod:`.analysis`
-(head scores, emergence window, dips), :mod:`.runs` (the shipped run files).  Everything is
+(head scores, emergence window, dips), :mod:`.factors` (the claims' tests as functions of
+view, layer and dip test), :mod:`.runs` (the shipped run files).  Everything is
 re-exported here: ``from icllib.nonlinear.induction import make_run``.
 """
 
@@ -20,6 +21,16 @@ from .analysis import (
     icl_emergence_window,
     induction_score,
     previous_token_score,
+)
+from .factors import (
+    DIP_TESTS,
+    LAYERS,
+    VIEWS,
+    circuit_curve,
+    dip_test,
+    distance_lead,
+    find_local_dip,
+    helper_head,
 )
 from .model import (
     MAX_LAYERS,
@@ -64,6 +75,8 @@ __all__ = [
     "previous_token_score", "duplicate_token_score", "induction_score", "head_scores",
     "HEAD_SCORE_LEVEL", "CIRCUIT_KINDS", "circuit_kind", "ICL_SUCCESS_LOSS",
     "EmergenceWindow", "icl_emergence_window", "half_time", "Dip", "find_dip",
+    "VIEWS", "LAYERS", "DIP_TESTS", "find_local_dip", "helper_head", "circuit_curve",
+    "dip_test", "distance_lead",
     "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
     "run_command", "make_run", "load_runs",
 ]
