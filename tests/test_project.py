@@ -167,7 +167,7 @@ def test_every_label_is_defined_once_in_the_book():
     # labels; Sphinx keeps them apart and would not notice.  The build runs the same scan.
     site = book_site()
     found = site.label_definitions(book_chapters())
-    for label in ("ch2-moment-identity", "ch3-astar", "ch3-ex1", "departures-corrections"):
+    for label in ("ch2-moment-identity", "ch3-astar", "ch3-ex1", "departures-statements"):
         assert label in found, f"the scan misses {label}"
     assert site.duplicate_labels(book_chapters()) == {}
 
