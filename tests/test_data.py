@@ -105,7 +105,7 @@ def test_data_config_is_frozen_and_validated():
     cfg = DataConfig(s=[2, 1], N=np.int64(7))
     assert cfg.N == 7 and cfg.d == 2 and cfg.P is None
     np.testing.assert_array_equal(cfg.Sigma_x, np.diag([2.0, 1.0]))
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):  # frozen dataclass: FrozenInstanceError
         cfg.N = 3
     with pytest.raises(ValueError):
         cfg.s[0] = 5.0  # read-only array
@@ -202,7 +202,8 @@ def test_statistics_sampler_draws_few_virtual_tokens():
     st = sample_statistics(DataConfig(s=s, N=1000, noise=0.1), 4, rng)  # stacked [x; e]
     assert st.C.shape == (4, 6, 6)
     G = wishart_factor(4, 2, 3, rng)
-    assert G.shape == (3, 2, 4) and np.all(np.tril(G, -1) == 0) and np.all(np.diagonal(G, 0, 1, 2) > 0)
+    assert G.shape == (3, 2, 4) and np.all(np.tril(G, -1) == 0)
+    assert np.all(np.diagonal(G, 0, 1, 2) > 0)
 
 
 def wishart_second_moments(Sigma, N):
@@ -330,3 +331,64 @@ def test_bartlett_diagonal_is_chi_with_N_minus_j_degrees_of_freedom(N, D):
     assert np.max(np.abs(zscores(chi2.T, dof))) < Z_MAX
     assert np.max(np.abs(zscores(((chi2.T - dof) ** 2), 2 * dof))) < Z_MAX
     assert np.all(G[np.tril_indices(m, -1, D)] == 0)
+
+
+# ----------------------------------------------------------------------------- Gram actions
+
+
+@pytest.mark.parametrize("N, D", [(1, 4), (2, 5), (10, 16), (7, 1), (16, 16), (40, 6)])
+def test_gram_actions_are_those_of_a_wishart_matrix(N, D):
+    """GramActions: A z_1 and then A z_2 with z_2 = A z_1 chosen after the first product.
+
+    For A ~ Wishart_D(N, I): E[A z] = N z, E[(A z)_i (A z)_j] = N^2 z_i z_j + N (delta_ij |z|^2
+    + z_i z_j), and E[A (A z)] = E[A^2] z = N (N + D + 1) z.  The last one needs the second
+    product to use the same A as the first: an independent second draw would give N^2 z (the
+    'wrong' prediction, rejected here when it differs from the right one by >= 10 standard
+    errors).  Sizes cover N < D (rank N), N = 1, D = 1, and chi-squares drawn as sums of
+    exponentials (N <= 16) and by the gamma sampler (N = 40).  Also against the full Bartlett
+    factor (two-sample z) for the first two moments of A (A z).
+    """
+    from icllib.data import GramActions
+    from icllib.data.wishart import bartlett_factor
+
+    n = 100_000
+    rng = np.random.default_rng(1000 + 10 * N + D)
+    z = 0.5 + np.arange(D) / D * np.where(np.arange(D) % 2, -1.0, 1.0)
+    Z = np.tile(z[:, None], (1, n))
+    acts = GramActions(N, D, n).draw(rng)
+    a1 = acts.first(Z, np.empty((D, n)))
+    a2 = acts.second(a1.copy(), np.empty((D, n)))
+    assert np.max(np.abs(zscores(a1.T, N * z))) < Z_MAX
+    second = N**2 * np.outer(z, z) + N * (np.eye(D) * (z @ z) + np.outer(z, z))
+    prods = (a1.T[:, :, None] * a1.T[:, None, :]).reshape(n, D * D)
+    assert np.max(np.abs(zscores(prods, second.ravel()))) < Z_MAX
+    assert np.max(np.abs(zscores(a2.T, N * (N + D + 1) * z))) < Z_MAX
+    wrong = zscores(a2.T, N**2 * z)
+    if D > 1:
+        assert np.max(np.abs(wrong)) > 10, wrong
+    # the same law as the full factor's products
+    G = bartlett_factor(rng, N, D, n)
+    b1 = np.einsum("ijb,ib->jb", G, np.einsum("ijb,jb->ib", G, Z))
+    b2 = np.einsum("ijb,ib->jb", G, np.einsum("ijb,jb->ib", G, b1))
+    for a, b in ((a2, b2), (a2**2, b2**2), (a1 * a2, b1 * b2)):
+        assert np.max(np.abs(two_sample_z(a.T, b.T))) < Z_MAX
+    # symmetry: z_1 . (A z_2) = z_2 . (A z_1) to rounding (one matrix behind both products);
+    # each side is a sum of O(D) products, so rounding is ~D eps times the terms' sizes
+    lhs, rhs = np.einsum("ib,ib->b", Z, a2), np.einsum("ib,ib->b", a1, a1)
+    scale = np.linalg.norm(Z, axis=0) * np.linalg.norm(a2, axis=0) + rhs
+    assert np.all(np.abs(lhs - rhs) <= 1e-12 * scale)
+
+
+def test_gram_actions_of_zero_and_of_parallel_vectors():
+    """A 0 = 0, and a second vector along the first gets only the first row's part."""
+    from icllib.data import GramActions
+
+    acts = GramActions(5, 3, 4).draw(np.random.default_rng(3))
+    z = np.zeros((3, 4))
+    z[:, 1:] = [[1.0], [2.0], [-1.0]]
+    a1 = acts.first(z, np.empty((3, 4)))
+    assert np.all(a1[:, 0] == 0) and np.all(np.isfinite(a1))
+    a2 = acts.second(2.0 * z, np.empty((3, 4)))
+    np.testing.assert_allclose(a2, 2.0 * a1, rtol=1e-12, atol=1e-12)
+    a2 = acts.second(np.ones((3, 4)), np.empty((3, 4)))
+    assert np.all(np.isfinite(a2))

@@ -32,7 +32,7 @@ S_ANISO = np.array([4.0, 2.0, 1.0, 0.5])
 # ----------------------------------------------------------------------------- (i) isotropic
 
 
-@pytest.mark.parametrize("sampler", ["statistics", "tokens"])
+@pytest.mark.parametrize("sampler", ["statistics", "tokens", "actions"])
 def test_isotropic_sgd_follows_the_logistic_and_settles_at_one_over_s_inf(sampler):
     """Isotropic S: the paper's decoupled solution is exact (book ch. 2); a(t) is logistic (ch. 4).
 
@@ -132,7 +132,8 @@ def test_anisotropic_sgd_follows_the_exact_mean_flow_not_the_decoupled_one(aniso
     assert abs(sgd / exact - 1) <= 0.04, (sgd, exact)
     assert sgd / paper - 1 >= 0.15, (sgd, paper)
     # the exact flow itself heads for the exact minimiser a* (not 1/s_inf)
-    np.testing.assert_allclose(flows["exact"].a[-1, :3], exact_fixed_point(S_ANISO, N)[:3], rtol=2e-3)
+    np.testing.assert_allclose(flows["exact"].a[-1, :3], exact_fixed_point(S_ANISO, N)[:3],
+                               rtol=2e-3)
 
 
 def test_anisotropic_sgd_ends_on_the_exact_minimum_of_its_conservation_manifold(aniso_runs):

@@ -25,7 +25,8 @@ Z_MAX = 5.0  # z-score threshold for Monte-Carlo checks (chance exceedance ~6e-7
 
 
 def random_params(d, rng, scale=0.7):
-    return Params(scale * rng.standard_normal((2 * d, 2 * d)), scale * rng.standard_normal((2 * d, 2 * d)))
+    shape = (2 * d, 2 * d)
+    return Params(scale * rng.standard_normal(shape), scale * rng.standard_normal(shape))
 
 
 def loss_from_gamma(params, batch):
@@ -185,7 +186,8 @@ def test_train_sgd_is_plain_sgd_and_records_the_conserved_quantity(case):
         assert rec.steps[k] == k
         assert rec.loss[k] == pytest.approx(loss, rel=1e-12)
         for name in ("p1", "p2", "q1", "q2"):
-            np.testing.assert_allclose(getattr(rec, name)[k], U.T @ getattr(params, name) @ U, atol=1e-13)
+            np.testing.assert_allclose(getattr(rec, name)[k], U.T @ getattr(params, name) @ U,
+                                       atol=1e-13)
         C = np.sum(params.WP_y**2) - np.sum(params.WQ_x**2)
         assert rec.conserved[k] == pytest.approx(C, rel=1e-12, abs=1e-14)
         if k < steps:
@@ -198,6 +200,72 @@ def test_train_sgd_is_plain_sgd_and_records_the_conserved_quantity(case):
     np.testing.assert_allclose(rec.params.WQ, params.WQ, atol=1e-13)
     # params0 is not modified
     np.testing.assert_array_equal(params0.WP, random_init(d, 0.2, np.random.default_rng(1)).WP)
+
+
+@pytest.mark.parametrize("case", ["fresh tasks", "task set, noise, rotated"])
+def test_actions_sampler_keeps_the_sgd_conservation_law(case):
+    """sampler='actions': every step changes C by eta^2 (|g_P|^2 - |g_Q|^2) (book ch. 3).
+
+    The identity needs W^P_y . g_P = W^Q_x . g_Q, i.e. the backward product uses the same
+    symmetric Gram matrix as the forward one; GramActions draws the second product after the
+    first, so this checks that it is one matrix.  Same tolerance as the other samplers.
+    """
+    d = 3
+    if case == "fresh tasks":
+        cfg, tasks = DataConfig(s=[2.0, 1.0, 0.5], N=4), None
+    else:
+        U = random_rotation(d, np.random.default_rng(0))
+        cfg = DataConfig(s=[2.0, 1.0, 0.5], N=20, U=U, noise=0.4, P=6)
+        tasks = sample_task_set(cfg, np.random.default_rng(5))
+    params0 = random_init(d, 0.3, np.random.default_rng(1))
+    eta, steps = 0.05, 15
+    rec = train_sgd(cfg, params0, eta=eta, B=32, steps=steps, rng=np.random.default_rng(2),
+                    record_every=1, tasks=tasks, sampler="actions")
+    WPy = np.concatenate([rec.p1, rec.p2], axis=2)  # (T, d, 2d), U basis
+    WQx = np.concatenate([rec.q1, rec.q2], axis=1)  # (T, 2d, d)
+    C = np.sum(WPy**2, axis=(1, 2)) - np.sum(WQx**2, axis=(1, 2))
+    np.testing.assert_allclose(rec.conserved, C, rtol=1e-12, atol=1e-14)
+    for k in range(steps):
+        gP = (WPy[k] - WPy[k + 1]) / eta
+        gQ = (WQx[k] - WQx[k + 1]) / eta
+        assert np.sum(gP**2) > 0
+        predicted = sgd_conservation_drift(gP, gQ, eta)
+        assert rec.conserved[k] + predicted == pytest.approx(rec.conserved[k + 1], rel=1e-10,
+                                                             abs=1e-14)
+
+
+def test_actions_sampler_gradients_average_to_the_exact_mean_flow():
+    """Mean gradient of sampler='actions' on the null manifold = the exact mean-flow one.
+
+    As in test_task_averaged_gradients_on_the_null_manifold, from the eigenbasis fast path
+    (PromptSampler.draw_raw + WhitenedGradients); the paper's decoupled gradient is rejected.
+    """
+    from icllib.data import PromptSampler
+    from icllib.train.gradients import WhitenedGradients
+
+    s, N, B, chunks = np.array([3.0, 1.0, 0.5]), 6, 2000, 100
+    cfg = DataConfig(s=s, N=N)
+    p = np.array([0.5, 1.0, 0.3])
+    q = np.array([0.2, 0.6, 1.0])
+    params = Params.from_blocks(p2=np.diag(p), q1=np.diag(q))
+    sam = PromptSampler(cfg, np.random.default_rng(4))
+    grads = WhitenedGradients(np.sqrt(s), 0.0, N, B)
+    buffers = {}
+    g = np.empty((chunks, 2, 3, 3))
+    for c in range(chunks):
+        G, lam, _, gq = sam.draw_raw(B, "actions", buffers=buffers)
+        _, gP, gQ = grads(params.WP_y, params.WQ_x, G, lam, gq)
+        g[c, 0], g[c, 1] = gP[:, 3:], gQ[:3]  # p2, q1
+    gp_exact, gq_exact = exact_loss_grad(p, q, s, N)
+    gp_paper, _ = paper_loss_grad(p, q, s, N)
+    diag_p2 = np.diagonal(g[:, 0], axis1=1, axis2=2)
+    diag_q1 = np.diagonal(g[:, 1], axis1=1, axis2=2)
+    assert np.max(np.abs(zs(diag_p2, gp_exact))) < Z_MAX
+    assert np.max(np.abs(zs(diag_q1, gq_exact))) < Z_MAX
+    assert np.max(np.abs(zs(diag_p2, gp_paper))) > 4 * Z_MAX
+    off = ~np.eye(3, dtype=bool)
+    assert np.max(np.abs(zs(g[:, 0][:, off], 0.0))) < Z_MAX
+    assert np.max(np.abs(zs(g[:, 1][:, off], 0.0))) < Z_MAX
 
 
 def test_recording_shapes_and_mode_properties():
@@ -251,9 +319,12 @@ def test_stable_eta_estimate():
 def test_divergence_raises_with_step_and_stable_range():
     cfg = DataConfig(s=[4.0, 2.0, 1.0, 0.5], N=10)
     eta_max = stable_eta(cfg)
-    with pytest.raises(DivergenceError, match=r"diverged at step \d+.*stable range 0 < eta < ~0\.0625"):
-        train_sgd(cfg, balanced_init(4, 0.05), eta=3 * eta_max, B=1024, steps=200, rng=np.random.default_rng(0))
-    rec = train_sgd(cfg, balanced_init(4, 0.05), eta=0.3 * eta_max, B=1024, steps=300, rng=np.random.default_rng(0))
+    match = r"diverged at step \d+.*stable range 0 < eta < ~0\.0625"
+    with pytest.raises(DivergenceError, match=match):
+        train_sgd(cfg, balanced_init(4, 0.05), eta=3 * eta_max, B=1024, steps=200,
+                  rng=np.random.default_rng(0))
+    rec = train_sgd(cfg, balanced_init(4, 0.05), eta=0.3 * eta_max, B=1024, steps=300,
+                    rng=np.random.default_rng(0))
     assert np.all(np.isfinite(rec.loss))
 
 
@@ -271,7 +342,8 @@ def test_divergence_raises_with_step_and_stable_range():
         (dict(B=2.5), "B must be an integer >= 1"),
         (dict(steps=-1), "steps must be an integer >= 0"),
         (dict(record_every=0), "record_every must be an integer >= 1"),
-        (dict(sampler="exact"), "sampler must be 'statistics' or 'tokens'"),
+        (dict(sampler="exact"), "sampler must be one of 'statistics', 'tokens', 'actions'"),
+        (dict(sampler="actions", tasks=np.ones((3, 2, 2))), "sampler='actions' needs tasks"),
         (dict(rng=0), "rng must be a numpy.random.Generator"),
         (dict(params0=balanced_init(3, 0.1)), "params0 has d = 3 but config has d = 2"),
         (dict(params0=np.eye(4)), "params0 must be an icllib.model.Params"),

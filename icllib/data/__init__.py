@@ -36,6 +36,9 @@ importable from here, the modules' helpers from the modules themselves:
     the Bartlett factor of the Wishart statistic (``wishart_factor``);
 :mod:`icllib.data.draws`
     the vectorised standard normal draws every sampler uses (Box-Muller);
+:mod:`icllib.data.gram_actions`
+    the Gram matrix drawn only where an SGD step looks at it (``GramActions``; the
+    ``"actions"`` sampler of :func:`icllib.train.train_sgd`);
 :mod:`icllib.data.sampler`
     ``sample_prompts``, ``sample_statistics`` and the ``PromptSampler`` they share with
     :func:`icllib.train.train_sgd`.
@@ -43,6 +46,7 @@ importable from here, the modules' helpers from the modules themselves:
 
 from .batches import ContextStatistics, PromptBatch
 from .config import DataConfig, covariance, random_rotation
+from .gram_actions import GramActions
 from .sampler import PromptSampler, sample_prompts, sample_statistics
 from .tasks import sample_task_set
 from .wishart import wishart_factor
@@ -58,4 +62,5 @@ __all__ = [
     "sample_statistics",
     "wishart_factor",
     "PromptSampler",
+    "GramActions",
 ]

@@ -20,6 +20,7 @@ from ..validation import check_generator, check_instance, check_int
 from .batches import ContextStatistics, PromptBatch
 from .config import DataConfig
 from .draws import standard_normal
+from .gram_actions import GramActions
 from .tasks import task_matrices, task_set_eigenvalues
 from .wishart import bartlett_factor, normal_count
 
@@ -71,7 +72,9 @@ class PromptSampler:
 
         ``G`` (rows, D, B): whitened context rows, ``x = sqrt(s) * G[:, :d]`` in the U basis
         and noise ``e = G[:, d:]`` (the Bartlett factor of :mod:`icllib.data.wishart` for
-        ``method="statistics"``, the real tokens for ``"tokens"``); ``lam`` (d, B): the task
+        ``method="statistics"``, the real tokens for ``"tokens"``; for ``"actions"`` a
+        :class:`icllib.data.gram_actions.GramActions`, which draws only the Gram matrix's
+        action on the two vectors an SGD step needs); ``lam`` (d, B): the task
         eigenvalues when the tasks share the basis, else None and ``W`` (B, d, d) the task
         matrices; ``gq`` (d, B): whitened queries.  ``buffers``: a dict in which the sampler
         keeps its work arrays between calls with the same ``B`` and ``method`` (a training
@@ -81,7 +84,9 @@ class PromptSampler:
         The random stream of a batch follows the data model's order: the context (the
         normals of :func:`icllib.data.draws.standard_normal`, then for the statistics the
         chi-square diagonal of :func:`icllib.data.wishart.bartlett_factor`), then the tasks
-        (normal eigenvalues, or the indices into a task set), then the queries.
+        (normal eigenvalues, or the indices into a task set), then the queries.  For
+        ``"actions"`` with fresh tasks the task eigenvalues and queries are drawn in the same
+        call as the context's normals (:meth:`icllib.data.gram_actions.GramActions.draw`).
         """
         d = self.d
         n_ctx = normal_count(self.N, self.D) if method == "statistics" else self.N * self.D
@@ -90,12 +95,17 @@ class PromptSampler:
         if buf.get("key") != (method, n_ctx, B):
             buf.clear()
             buf["key"] = (method, n_ctx, B)
-        Z = buf["Z"] = standard_normal(self.rng, (n_ctx, B), out=buf.get("Z"))
-        if method == "statistics":
+        if method == "actions":  # with fresh tasks, their normals come in the same call
+            if "acts" not in buf:
+                buf["acts"] = GramActions(self.N, self.D, B, extra=n_last if self.fresh else 0)
+            G = buf["acts"].draw(self.rng)
+        elif method == "statistics":
+            Z = buf["Z"] = standard_normal(self.rng, (n_ctx, B), out=buf.get("Z"))
             chi = buf.setdefault("chi", np.empty((self.m, B)))
             G = buf["G"] = bartlett_factor(self.rng, self.N, self.D, B, normals=Z,
                                            out=buf.get("G"), scratch=chi)
         else:
+            Z = buf["Z"] = standard_normal(self.rng, (n_ctx, B), out=buf.get("Z"))
             G = Z.reshape(self.N, self.D, B)
         lam = W = None
         if not self.fresh:
@@ -104,7 +114,10 @@ class PromptSampler:
                 lam = self.lam_set.T[:, idx]  # (d, B), contiguous
             else:
                 W = self.tasks[idx]
-        last = buf["last"] = standard_normal(self.rng, (n_last, B), out=buf.get("last"))
+        if method == "actions" and self.fresh:
+            last = G.extra
+        else:
+            last = buf["last"] = standard_normal(self.rng, (n_last, B), out=buf.get("last"))
         if self.fresh:
             lam = last[:d]
         return G, lam, W, last[-d:]
@@ -120,6 +133,8 @@ class PromptSampler:
         ``method`` is ``"statistics"`` (virtual tokens) or ``"tokens"`` (real tokens).  Same
         random stream as :meth:`draw_raw`.
         """
+        if method not in ("statistics", "tokens"):
+            raise ValueError(f"method must be 'statistics' or 'tokens', got {method!r}")
         d = self.d
         G, lam, Wg, gq = self.draw_raw(B, method)
         G = np.moveaxis(G, -1, 0)  # (B, m, D)

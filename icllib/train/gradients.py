@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.gram_actions import GramActions
 from ..model import Params
 from ..validation import check_instance
 
@@ -94,7 +95,10 @@ class WhitenedGradients:
 
     Calling it with ``(WPy, WQx, G, lam, gq)`` -- ``W^P_y`` (d, 2d), ``W^Q_{:,x}`` (2d, d),
     ``G`` (m, D, B), ``lam`` (d, B), ``gq`` (d, B) -- returns ``(loss, gP, gQ)`` as
-    :func:`block_grads` does.
+    :func:`block_grads` does.  ``G`` may instead be a drawn
+    :class:`icllib.data.gram_actions.GramActions`: the two products ``G^T G z`` of a step
+    (forward, then backward) are then its :meth:`~GramActions.first` and
+    :meth:`~GramActions.second` (``sampler="actions"`` of :func:`icllib.train.train_sgd`).
     """
 
     def __init__(self, sqrt_s, noise, N, B):
@@ -110,7 +114,7 @@ class WhitenedGradients:
         self.k, self.v, self.u = np.empty((2 * d, B)), np.empty((2 * d, B)), np.empty((2 * d, B))
         self.r = np.empty((d, B))
 
-    def _gamma_times(self, ks, G, lam, gq, out):
+    def _gamma_times(self, ks, G, lam, gq, out, second=False):
         """``out = Gamma k`` (2d, B), given ``ks = sqrt(s) * k`` (both halves scaled).
 
         ``Gamma k = (C^T C k + z_q (x_q . k_x)) / N`` with ``C k = G z``,
@@ -123,12 +127,15 @@ class WhitenedGradients:
         zx += ks[:d]
         if noise > 0:
             np.multiply(ks[d:], noise / self.root, out=z[d:])  # noise k_y
-        m = G.shape[0]
-        h = self._h.get(m)
-        if h is None:
-            h = self._h[m] = np.empty((m, self.B))
-        np.einsum("ijb,jb->ib", G, z, out=h)  # C k, in whitened rows
-        g = np.einsum("ijb,ib->jb", G, h, out=self.g)  # G^T C k
+        if isinstance(G, GramActions):  # only the actions of G^T G (icllib.data.gram_actions)
+            g = (G.second if second else G.first)(z, self.g)
+        else:
+            m = G.shape[0]
+            h = self._h.get(m)
+            if h is None:
+                h = self._h[m] = np.empty((m, self.B))
+            np.einsum("ijb,jb->ib", G, z, out=h)  # C k, in whitened rows
+            g = np.einsum("ijb,ib->jb", G, h, out=self.g)  # G^T C k
         ax = out[:d]
         np.multiply(g[:d], self.root_N, out=ax)  # X^T C k / N
         np.multiply(ax, lam, out=out[d:])  # Y^T C k / N (noise-free part)
@@ -153,7 +160,7 @@ class WhitenedGradients:
         gP = r @ v.T
         gP *= 1.0 / B
         ks = np.matmul((WPy * self.root2).T, r, out=self.k)
-        u = self._gamma_times(ks, G, lam, gq, self.u)
+        u = self._gamma_times(ks, G, lam, gq, self.u, second=True)
         gQ = u @ xq.T
         gQ *= 1.0 / B
         return loss, gP, gQ

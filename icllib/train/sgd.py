@@ -36,7 +36,7 @@ from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 __all__ = ["Recording", "train_sgd"]
 
 #: the two samplers of :func:`train_sgd` (see :mod:`icllib.data.sampler`)
-SAMPLERS = ("statistics", "tokens")
+SAMPLERS = ("statistics", "tokens", "actions")
 
 
 @dataclass(eq=False)
@@ -129,11 +129,14 @@ def train_sgd(
     tasks : ndarray (P, d, d), optional
         Task set; when ``config.P`` is set and ``tasks`` is None, one is drawn from ``rng``
         first (:func:`icllib.data.sample_task_set`).
-    sampler : {"statistics", "tokens"}
+    sampler : {"statistics", "tokens", "actions"}
         ``"statistics"`` draws the exact sufficient statistic (Wishart,
         :func:`icllib.data.sample_statistics`), ``O(B d^2)`` random numbers per step for
         any ``N``; ``"tokens"`` draws the
-        ``N`` tokens.  The two give the same dynamics in distribution.
+        ``N`` tokens; ``"actions"`` draws only the two products of the (whitened) Gram matrix
+        that a step uses, ``O(B d)`` random numbers for any ``N``
+        (:mod:`icllib.data.gram_actions`; tasks sharing the eigenbasis only).  All three give
+        the same dynamics in distribution, from different random streams.
     progress : bool
         Show a tqdm progress bar.
 
@@ -164,6 +167,11 @@ def train_sgd(
     if tasks is None and config.P is not None:
         tasks = sample_task_set(config, rng)
     sam = PromptSampler(config, rng, tasks)
+    if sampler == "actions" and not sam.shared_basis:
+        raise ValueError(
+            "sampler='actions' needs tasks that share the eigenbasis of Sigma_x (fresh tasks, "
+            "or a task set from sample_task_set); use sampler='statistics' for general tasks"
+        )
 
     U = config.basis
     rotate = config.U is not None
