@@ -8,7 +8,7 @@ and records the command that regenerates it.  The runs cover the chapter's facto
 seed, attention initialisation (``--init-stds``) and positional embedding
 (``--positionals``).  Examples::
 
-    python scripts/make_ch6_runs.py                      # all quick-scale runs (CPU)
+    python scripts/make_ch6_runs.py                      # the chapter's runs (shipped_grid)
     python scripts/make_ch6_runs.py --depths 2 --seeds 0 --init-stds 0.1 --positionals learned
     python scripts/make_ch6_runs.py --demo               # the chapter's short live run
     python scripts/make_ch6_runs.py --scale full --device cuda   # paper scale, on a GPU
@@ -43,6 +43,7 @@ from icllib.nonlinear.induction import (  # noqa: E402
     experiment_seeds,
     make_run,
     run_file_name,
+    shipped_grid,
 )
 from icllib.nonlinear.runs import data_dir, save_run  # noqa: E402
 from icllib.scale import SCALES, current_scale  # noqa: E402
@@ -52,12 +53,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", choices=SCALES, default=None,
                     help="default: ICLLIB_SCALE (quick when unset)")
-    ap.add_argument("--depths", type=int, nargs="+", default=list(range(1, MAX_LAYERS + 1)))
+    ap.add_argument("--depths", type=int, nargs="+", default=None,
+                    help="with --seeds, --init-stds, --positionals: a grid of runs; all four "
+                         "unset: the chapter's runs, shipped_grid(scale)")
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
                     help="default: the scale's seeds (quick: 0..4)")
-    ap.add_argument("--init-stds", type=float, nargs="+", default=list(INIT_STDS))
-    ap.add_argument("--positionals", nargs="+", choices=POSITIONAL_KINDS,
-                    default=list(POSITIONAL_KINDS))
+    ap.add_argument("--init-stds", type=float, nargs="+", default=None)
+    ap.add_argument("--positionals", nargs="+", choices=POSITIONAL_KINDS, default=None)
     ap.add_argument("--demo", action="store_true",
                     help="make the short live-demo run(s) instead (default depth 2, seed 0)")
     ap.add_argument("--device", default="cpu")
@@ -66,13 +68,21 @@ def main(argv=None):
     args = ap.parse_args(argv)
     args.scale = args.scale or current_scale()
 
+    grid_args = (args.depths, args.seeds, args.init_stds, args.positionals)
     if args.demo:
         args.scale = "quick"
-        if args.depths == list(range(1, MAX_LAYERS + 1)):
-            args.depths = [2]
-        if args.seeds is None:
-            args.seeds = [0]
-    seeds = args.seeds if args.seeds is not None else list(experiment_seeds(args.scale))
+        args.depths = args.depths or [2]
+        args.seeds = args.seeds if args.seeds is not None else [0]
+    if not args.demo and all(a is None for a in grid_args):
+        jobs = [(p, std, L, s) for (p, std), depths in shipped_grid(args.scale).items()
+                for L, seeds in depths.items() for s in seeds]
+    else:
+        jobs = [(p, std, L, s)
+                for p in (args.positionals or list(POSITIONAL_KINDS))
+                for std in (args.init_stds or list(INIT_STDS))
+                for L in (args.depths or list(range(1, MAX_LAYERS + 1)))
+                for s in (args.seeds if args.seeds is not None
+                          else experiment_seeds(args.scale))]
     out = args.out or data_dir(CHAPTER, args.scale)
     out.mkdir(parents=True, exist_ok=True)
     if args.device == "cpu":
@@ -80,23 +90,21 @@ def main(argv=None):
     enable_determinism(args.device)
 
     if args.demo:
-        args.init_stds, args.positionals = [DEFAULT_INIT_STD], [DEFAULT_POSITIONAL]
+        jobs = [(DEFAULT_POSITIONAL, DEFAULT_INIT_STD, L, s)
+                for L in args.depths for s in args.seeds]
     t_all = time.perf_counter()
-    for positional in args.positionals:
-        for init_std in args.init_stds:
-            factors = dict(init_std=init_std, positional=positional)
-            for L in args.depths:
-                for s in seeds:
-                    summary = make_run(L, s, args.scale, demo=args.demo, device=args.device,
-                                       progress=not args.no_progress, **factors)
-                    path = out / run_file_name(L, s, "demo" if args.demo else "run", **factors)
-                    save_run(summary, path)
-                    w = summary.window
-                    print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
-                          f"{summary.meta['seconds']:.1f} s, "
-                          f"{summary.meta['steps_per_second']:.0f} steps/s, "
-                          f"final ICL loss {summary.icl_loss[-1]:.3f}, window "
-                          f"{(w.start, w.mid, w.end) if w.emerged else 'none'}", flush=True)
+    for positional, init_std, L, s in jobs:
+        factors = dict(init_std=init_std, positional=positional)
+        summary = make_run(L, s, args.scale, demo=args.demo, device=args.device,
+                           progress=not args.no_progress, **factors)
+        path = out / run_file_name(L, s, "demo" if args.demo else "run", **factors)
+        save_run(summary, path)
+        w = summary.window
+        print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
+              f"{summary.meta['seconds']:.1f} s, "
+              f"{summary.meta['steps_per_second']:.0f} steps/s, "
+              f"final ICL loss {summary.icl_loss[-1]:.3f}, window "
+              f"{(w.start, w.mid, w.end) if w.emerged else 'none'}", flush=True)
     print(f"total {time.perf_counter() - t_all:.1f} s")
 
 

@@ -28,7 +28,6 @@ from icllib.nonlinear.induction import (  # noqa: E402
     circuit_kind,
     demo_settings,
     duplicate_token_score,
-    experiment_seeds,
     experiment_settings,
     find_dip,
     find_local_dip,
@@ -40,6 +39,7 @@ from icllib.nonlinear.induction import (  # noqa: E402
     make_run,
     previous_token_score,
     run_file_name,
+    shipped_grid,
     summarize_run,
     train_attention_only,
 )
@@ -446,21 +446,24 @@ def test_demo_run_reproduces_shipped_file(demo2):
 
 
 def test_shipped_runs_are_complete_small_and_regenerable():
-    seeds = experiment_seeds("quick")
-    assert len(seeds) >= 3
-    total = 0
-    for L in range(1, 5):
-        for s in seeds:
-            path = DATA / run_file_name(L, s)
-            with np.load(path) as f:
-                meta = json.loads(str(f["meta"]))
-            assert meta["seed"] == s and meta["config"]["model"]["n_layers"] == L
-            assert meta["command"] == (f"python scripts/make_ch6_runs.py --scale quick "
-                                       f"--depths {L} --seeds {s} --init-stds 0.1 "
-                                       f"--positionals learned")
-            task, model, train = experiment_settings(L, "quick")
-            assert meta["config"]["train"]["steps"] == train.steps
-            assert meta["config"]["model"]["d_model"] == model.d_model
+    grid = shipped_grid("quick")
+    assert len(grid) == 4                                   # learned/sinusoidal x init 0.1/1
+    for (positional, init_std), depths in grid.items():
+        for L, seeds in depths.items():
+            assert len(seeds) >= 3
+            for s in seeds:
+                path = DATA / run_file_name(L, s, init_std=init_std, positional=positional)
+                with np.load(path) as f:
+                    meta = json.loads(str(f["meta"]))
+                assert meta["seed"] == s and meta["config"]["model"]["n_layers"] == L
+                assert meta["config"]["model"]["init_std"] == init_std
+                assert meta["config"]["model"]["positional"] == positional
+                assert meta["command"] == (f"python scripts/make_ch6_runs.py --scale quick "
+                                           f"--depths {L} --seeds {s} --init-stds {init_std:g} "
+                                           f"--positionals {positional}")
+                task, model, train = experiment_settings(L, "quick")
+                assert meta["config"]["train"]["steps"] == train.steps
+                assert meta["config"]["model"]["d_model"] == model.d_model
     total = sum(p.stat().st_size for p in DATA.glob("*.npz"))
     assert total < 2 * 1024 * 1024
 

@@ -43,10 +43,12 @@ from .runs import (
     CHAPTER,
     TRAIN_LOSS_BIN,
     InductionRunSummary,
+    load_grid,
     load_runs,
     make_run,
     run_command,
     run_file_name,
+    shipped_grid,
     summarize_run,
 )
 from .task import InductionTask
@@ -78,5 +80,5 @@ __all__ = [
     "VIEWS", "LAYERS", "DIP_TESTS", "find_local_dip", "helper_head", "circuit_curve",
     "dip_test", "distance_lead",
     "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
-    "run_command", "make_run", "load_runs",
+    "run_command", "make_run", "load_runs", "shipped_grid", "load_grid",
 ]

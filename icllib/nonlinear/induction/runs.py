@@ -30,7 +30,7 @@ from .training import (
 )
 
 __all__ = ["CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
-           "run_command", "make_run", "load_runs"]
+           "run_command", "make_run", "load_runs", "shipped_grid", "load_grid"]
 
 CHAPTER = "ch6"
 
@@ -187,3 +187,33 @@ def load_runs(depths, seeds, *, scale: str | None = None, prefix: str = "run",
     args = f"--init-stds {float(init_std):g} --positionals {positional}"
     command = make_command(CHAPTER, scale, args + (" --demo" if prefix == "demo" else ""))
     return _load_files(directory, names, command=command, cls=InductionRunSummary)
+
+
+def shipped_grid(scale: str | None = None) -> dict[tuple[str, float], dict[int, tuple]]:
+    """The runs the chapter reads: ``{(positional, init_std): {n_layers: seeds}}``.
+
+    Quick scale: the reference setting (learned positions, ``init_std`` 0.1) at depths 1-2
+    with 5 seeds and 3-4 with 3 seeds; the three other settings of the factors at depths 2-3
+    with 3 seeds each (34 runs, about 10 minutes of CPU time on one core).  Full scale: every
+    setting at depths 1-4 with 5 seeds (80 runs, for a GPU).
+    """
+    from ...scale import pick
+
+    five, three = tuple(range(5)), tuple(range(3))
+    ref = (DEFAULT_POSITIONAL, DEFAULT_INIT_STD)
+    settings = [(p, s) for p in ("learned", "sinusoidal") for s in (0.1, 1.0)]
+    quick = {key: ({1: five, 2: five, 3: three, 4: three} if key == ref else
+                   {2: three, 3: three}) for key in settings}
+    full = {key: {L: five for L in (1, 2, 3, 4)} for key in settings}
+    return pick(quick=quick, full=full, scale=scale)
+
+
+def load_grid(scale: str | None = None, directory=None) -> dict[tuple, InductionRunSummary]:
+    """Every run of :func:`shipped_grid`: ``{(positional, init_std, n_layers, seed): run}``."""
+    out = {}
+    for (positional, init_std), depths in shipped_grid(scale).items():
+        for L, seeds in depths.items():
+            runs = load_runs([L], seeds, scale=scale, directory=directory,
+                             init_std=init_std, positional=positional)
+            out.update({(positional, init_std, L, s): r for (_, s), r in runs.items()})
+    return out
