@@ -23,7 +23,7 @@ PASSED exact_mean_velocity: ...
 
 from .core import CheckResult, check_function
 from .dynamics import check_exact_mean_velocity
-from .fixed_points import check_exact_fixed_point
+from .fixed_points import check_exact_fixed_point, check_water_filling
 from .loss import check_exact_floor, check_paper_loss
 from .finite_tasks import check_task_set_fixed_point
 from .nonlinear import check_embedding_fourier_power, check_induction_score
@@ -37,6 +37,7 @@ __all__ = [
     "check_all_modes_active_from",
     "check_exact_mean_velocity",
     "check_exact_fixed_point",
+    "check_water_filling",
     "check_logistic_a",
     "check_plateau_length",
     "check_paper_loss",

@@ -1,0 +1,114 @@
+"""Chapter 3 library pieces: the water-filling checker (reference passes, plausible wrong
+answers fail, its inputs include switched-off modes) and the finite-difference Jacobian of
+icllib.numerics (exact on polynomial fields, Hessians of the two losses)."""
+
+import numpy as np
+import pytest
+
+from icllib.exercises import check_water_filling
+from icllib.exercises.fixed_points import _sample_any_spectrum
+from icllib.flows import exact_mean_velocity, paper_velocity
+from icllib.numerics import mode_jacobian
+from icllib.theory import (exact_fixed_point, exact_fixed_point_pq, exact_loss_grad,
+                           paper_fixed_point, paper_loss_grad, saddle_eigenvalues, s_inf)
+
+S4 = np.array([4.0, 2.0, 1.0, 0.5])
+
+
+def test_water_filling_sampler_includes_switched_off_modes():
+    rng = np.random.default_rng(3)
+    off = 0
+    for _ in range(200):
+        inp = _sample_any_spectrum(rng)
+        a = exact_fixed_point(inp["s"], inp["N"])
+        off += np.any(a == 0.0)
+        assert 2 <= inp["s"].size <= 6 and 1 <= inp["N"] <= 300
+    assert 60 < off < 140                                   # about half the trials
+
+
+def test_water_filling_reference_passes():
+    assert check_water_filling(exact_fixed_point)
+
+    def unsorted_loop(s, N):       # an independent implementation over the unsorted spectrum
+        s = np.asarray(s, float)
+        active = np.ones(s.size, bool)
+        while True:
+            level = np.sqrt(s[active]).sum() / (N + 1 + active.sum())
+            new = np.sqrt(s) > level
+            if np.array_equal(new, active):
+                break
+            active = new & active
+        return np.where(active, N / ((N + 1) * s) * (1 - level / np.sqrt(s)), 0.0)
+
+    assert check_water_filling(unsorted_loop)
+
+
+def test_water_filling_rejects_wrong_answers(capsys):
+    def clipped_closed_form(s, N):   # all-active formula, negative products set to zero
+        s = np.asarray(s, float)
+        a = N / ((N + 1) * s) * (1 - np.sqrt(s).sum() / ((N + 1 + s.size) * np.sqrt(s)))
+        return np.maximum(a, 0.0)
+
+    def level_without_drop(s, N):    # active set right, but K from all d modes
+        s = np.asarray(s, float)
+        a = exact_fixed_point(s, N)
+        level = np.sqrt(s).sum() / (N + 1 + s.size)
+        return np.where(a > 0, N / ((N + 1) * s) * (1 - level / np.sqrt(s)), 0.0)
+
+    for wrong in (clipped_closed_form, level_without_drop, paper_fixed_point):
+        res = check_water_filling(wrong)
+        assert not res and "differs" in res.message
+    assert "FAILED" in capsys.readouterr().out
+
+
+def test_running_example_switches_mode_4_off_at_short_contexts():
+    for N in (1, 2):
+        a = exact_fixed_point(S4, N)
+        assert a[-1] == 0.0 and np.all(a[:-1] > 0)
+    assert np.all(exact_fixed_point(S4, 3) > 0)
+
+
+@pytest.mark.parametrize("vel", [paper_velocity, exact_mean_velocity])
+def test_mode_jacobian_at_the_saddle(vel):
+    eta, N = 0.01, 10
+    J = mode_jacobian(lambda p, q: vel(p, q, S4, N, eta=eta), np.zeros(4), np.zeros(4))
+    expected = np.zeros((8, 8))
+    inv_tau = eta * S4**2
+    expected[:4, 4:] = np.diag(inv_tau)
+    expected[4:, :4] = np.diag(inv_tau)
+    np.testing.assert_allclose(J, expected, atol=1e-12)
+    eig = np.sort(np.linalg.eigvals(J).real)
+    np.testing.assert_allclose(eig, np.sort(saddle_eigenvalues(S4, eta).ravel()), rtol=1e-9)
+
+
+def test_mode_jacobian_on_the_paper_hyperbola_is_rank_one_per_mode():
+    N, eta = 10, 0.01
+    k = s_inf(S4, N)
+    p = np.array([0.3, 0.6, 1.0, 1.4])
+    q = 1.0 / (k * p)
+    J = mode_jacobian(lambda p, q: paper_velocity(p, q, S4, N, eta=eta), p, q)
+    for a in range(4):      # -s_inf/tau v v^T with v = (q, p) in mode a's plane
+        v = np.array([q[a], p[a]])
+        block = J[np.ix_([a, 4 + a], [a, 4 + a])]
+        np.testing.assert_allclose(block, -k[a] * eta * S4[a]**2 * np.outer(v, v), atol=1e-9)
+
+
+def test_hessians_count_neutral_directions():
+    N = 10
+    pe, qe = exact_fixed_point_pq(S4, N)
+    pp = np.sqrt(paper_fixed_point(S4, N))
+    He = mode_jacobian(lambda p, q: exact_loss_grad(p, q, S4, N), pe, qe)
+    Hp = mode_jacobian(lambda p, q: paper_loss_grad(p, q, S4, N), pp, pp)
+    np.testing.assert_allclose(He, He.T, atol=1e-8)
+    assert np.sum(np.abs(np.linalg.eigvalsh(He)) < 1e-6) == 1
+    assert np.sum(np.abs(np.linalg.eigvalsh(Hp)) < 1e-6) == 4
+
+
+def test_mode_jacobian_validates_its_arguments():
+    f = lambda p, q: (p, q)
+    with pytest.raises(ValueError, match="field"):
+        mode_jacobian(3, np.zeros(2), np.zeros(2))
+    with pytest.raises(ValueError, match="q must have shape"):
+        mode_jacobian(f, np.zeros(2), np.zeros(3))
+    with pytest.raises(ValueError, match="h must be"):
+        mode_jacobian(f, np.zeros(2), np.zeros(2), h=0.0)
