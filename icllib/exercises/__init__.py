@@ -22,7 +22,7 @@ PASSED exact_mean_velocity: ...
 """
 
 from .core import CheckResult, check_function
-from .dynamics import check_exact_mean_velocity
+from .dynamics import check_exact_mean_velocity, check_frozen_growth_rate
 from .fixed_points import check_exact_fixed_point, check_water_filling
 from .loss import check_exact_floor, check_paper_loss
 from .finite_tasks import check_task_set_fixed_point
@@ -36,6 +36,7 @@ __all__ = [
     "check_prediction_at_convergence",
     "check_all_modes_active_from",
     "check_exact_mean_velocity",
+    "check_frozen_growth_rate",
     "check_exact_fixed_point",
     "check_water_filling",
     "check_logistic_a",
