@@ -7,14 +7,15 @@ Both sides do the same training: online SGD on the full linear transformer
 ``lambda ~ N(0, 1)``, per prompt, inputs ``x ~ N(0, diag(s))``, the batch-mean loss
 ``1/2 ||W x_q - y_hat||^2`` and step size ``eta``.
 
-* icllib: :func:`icllib.train.train_sgd` with the exact Wishart sampler
-  (:func:`icllib.data.sample_statistics`) and analytic gradients, numpy only, float64
-  arithmetic.  Its step is bound by drawing random numbers at small ``N``: normals come from a
-  vectorised Box-Muller transform of raw 64-bit words (float32-accurate draws,
-  :mod:`icllib.data.draws`; numpy's scalar ziggurat is ~2.5x slower), the Bartlett
-  diagonal's chi-squares with few degrees of freedom from sums of exponentials
-  (:mod:`icllib.data.wishart`), and the gradients run with the batch axis last in reused work
-  arrays (:class:`icllib.train.gradients.WhitenedGradients`).
+* icllib: :func:`icllib.train.train_sgd`, numpy only, float64 arithmetic, analytic gradients
+  with the batch axis last in reused work arrays
+  (:class:`icllib.train.gradients.WhitenedGradients`), with two of its exact samplers:
+  ``sampler="actions"`` (the "ratio" column) draws only the two products of the whitened
+  context Gram matrix a step uses (:mod:`icllib.data.gram_actions`: ``2 D`` normals and two
+  chi-squares per prompt for any ``N``); ``sampler="statistics"`` (the default, "stat.")
+  draws the whole Bartlett factor (:mod:`icllib.data.wishart`, ``O(D min(N, D))`` numbers).
+  Normals come from a vectorised Box-Muller transform of raw 64-bit words
+  (:mod:`icllib.data.draws`).
 * PyTorch: draws the ``N`` tokens of every prompt with ``torch.randn``, builds ``Z``, computes
   the prediction with full ``2d x 2d`` matrices and gets the gradients from
   ``loss.backward()``; ``torch.set_num_threads(os.cpu_count())``.  Two contraction orders:
@@ -27,30 +28,31 @@ The script prints steps/s for each size and the ratio icllib / (faster PyTorch v
 noisy (PyTorch's thread pool suffers most from competing processes), so look at the spread
 printed in brackets (worst run) and rerun on a quiet machine before quoting them.
 
-Measured once on the shared 2-core machine (load average ~1, 2026-12-01) with
-``--dtype float32 --torch-threads 1 --repeats 3``: steps/s, best of 3 (icllib, and the faster
-of the two PyTorch variants), and their ratio:
+Measured on the shared 2-core machine (load average 12: other jobs held both cores, so
+absolute rates are low and noisy; ratios are within one run, runs interleaved), 2026-12-01,
+``--dtype float32 --torch-threads 1 --repeats 3``: steps/s, best of 3, and the ratios
+icllib / faster PyTorch variant for ``sampler="actions"`` and for the default "statistics":
 
-     d    N     B   icllib   torch   ratio
-     4   10   256   3881.7  1588.9     2.4
-     4   10  4096    852.8   245.5     3.5
-     4  100   256   5523.8   598.4     9.2
-     4  100  4096    734.6    37.2    19.8
-     8   10   256   3612.2  1272.1     2.8
-     8   10  4096    337.5   139.4     2.4
-     8  100   256   3519.3   375.7     9.4
-     8  100  4096    277.8    16.7    16.7
-    16   10   256   2255.2   967.0     2.3
-    16   10  4096    148.9    81.0     1.8
-    16  100   256   1757.5   234.3     7.5
-    16  100  4096    106.9     5.5    19.5
+     d    N     B  actions  statistics   torch  ratio  stat.
+     4   10   256   2494.9      2597.5   815.4    3.1    3.2
+     4   10  4096    369.2       373.4    87.1    4.2    4.3
+     4  100   256   2237.9      2040.6   213.0   10.5    9.6
+     4  100  4096    350.1       270.2     7.2   48.7   37.6
+     8   10   256   1494.0      1309.5   464.2    3.2    2.8
+     8   10  4096    176.9       115.7    47.6    3.7    2.4
+     8  100   256   2072.8      1396.6   163.3   12.7    8.6
+     8  100  4096    261.5       165.0     5.9   44.2   27.9
+    16   10   256   1283.4       883.1   342.1    3.8    2.6
+    16   10  4096     86.7        46.2    26.0    3.3    1.8
+    16  100   256   1167.2       562.3    54.3   21.5   10.4
+    16  100  4096     97.9        35.7     1.8   54.0   19.7
 
-icllib / faster PyTorch variant: min 1.8x (d = 16, N = 10, B = 4096), median 5.5x, max
-19.8x (the measurement this replaces, before the vectorised draws: 1.0-12x, median 4.6x, a
-tie at d = 16, N = 10, B = 4096).  At d = 16, N = 10, B = 4096 icllib draws 137 normals and 10 chi-squares per prompt
-(the exact statistic of rank 10 in 16 dimensions, the task and the query) at ~4.6 ns per
-normal, PyTorch 192 float32 normals at ~3.4 ns; the float64 products of the step
-(``10 d^2 B`` multiply-adds) take about a third of icllib's time there.
+``sampler="actions"``: min 3.1x, median 7.4x, max 54x (a second run: min 3.4x, median
+7.1x); the default "statistics": min 1.8x (d = 16, N = 10, B = 4096), median 6.4x.  At
+d = 16, N = 10 the Bartlett factor needs 110 normals and 10 chi-squares per prompt (the
+statistic of rank 10 in 16 dimensions) and four passes over a 5 MB factor per step; the
+actions need 32 normals and 2 chi-squares, and PyTorch draws 160 normals for the tokens.
+At d = 4, N = 10 the two icllib samplers draw about as many numbers and run equally fast.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ import time
 import numpy as np
 
 
-def icllib_runner(d, N, B, eta, seed):
+def icllib_runner(d, N, B, eta, seed, sampler="statistics"):
     from icllib.data import DataConfig
     from icllib.train import balanced_init, train_sgd
 
@@ -71,7 +73,8 @@ def icllib_runner(d, N, B, eta, seed):
     rng = np.random.default_rng(seed)
 
     def run(steps):
-        train_sgd(config, params0, eta=eta, B=B, steps=steps, rng=rng, record_every=steps)
+        train_sgd(config, params0, eta=eta, B=B, steps=steps, rng=rng, record_every=steps,
+                  sampler=sampler)
 
     return run
 
@@ -154,18 +157,20 @@ def main():
     print(f"cores {ncores}, torch threads {torch.get_num_threads()}, torch dtype {args.dtype}, "
           f"load average {load:.2f}; best of {args.repeats} runs of ~{args.seconds} s "
           "[worst in brackets]")
-    header = (f"{'d':>3} {'N':>4} {'B':>5} | {'icllib steps/s':>19} | {'torch Gamma':>19} | "
-              f"{'torch mv':>19} | {'icllib p/s':>9} | {'ratio':>6}")
+    header = (f"{'d':>3} {'N':>4} {'B':>5} | {'icllib actions':>19} | {'icllib statistics':>19} | "
+              f"{'torch Gamma':>19} | {'torch mv':>19} | {'icllib p/s':>9} | {'ratio':>6} | "
+              f"{'stat.':>5}")
     print(header)
     print("-" * len(header))
-    ratios = []
+    ratios, stat_ratios = [], []
     if args.sizes:
         sizes = [tuple(int(x) for x in item.split(":")) for item in args.sizes.split(",")]
     else:
         sizes = [(d, N, B) for d in (4, 8, 16) for N in (10, 100) for B in (256, 4096)]
     for d, N, B in sizes:
         runners = {
-            "icllib": icllib_runner(d, N, B, eta, seed=0),
+            "icllib": icllib_runner(d, N, B, eta, seed=0, sampler="actions"),
+            "icllib statistics": icllib_runner(d, N, B, eta, seed=0),
             "torch Gamma": torch_runner(d, N, B, eta, seed=0, dtype=dtype, order="gamma"),
             "torch mv": torch_runner(d, N, B, eta, seed=0, dtype=dtype, order="mv"),
         }
@@ -178,13 +183,18 @@ def main():
                 rates[k].append(steps[k] / (time.perf_counter() - t0))
         best = {k: max(v) for k, v in rates.items()}
         worst = {k: min(v) for k, v in rates.items()}
-        ratio = best["icllib"] / max(best["torch Gamma"], best["torch mv"])
+        torch_best = max(best["torch Gamma"], best["torch mv"])
+        ratio = best["icllib"] / torch_best
         ratios.append(ratio)
+        stat_ratios.append(best["icllib statistics"] / torch_best)
         cells = " | ".join(f"{best[k]:>8.1f} [{worst[k]:>8.1f}]" for k in runners)
-        print(f"{d:>3} {N:>4} {B:>5} | {cells} | {best['icllib'] * B:>9.2e} | {ratio:>6.1f}",
-              flush=True)
-    print(f"icllib / faster torch: min {min(ratios):.1f}x, median {np.median(ratios):.1f}x, "
-          f"max {max(ratios):.1f}x")
+        print(f"{d:>3} {N:>4} {B:>5} | {cells} | {best['icllib'] * B:>9.2e} | {ratio:>6.1f} | "
+              f"{stat_ratios[-1]:>5.1f}", flush=True)
+    print(f"icllib (sampler='actions') / faster torch: min {min(ratios):.1f}x, "
+          f"median {np.median(ratios):.1f}x, max {max(ratios):.1f}x")
+    print(f"icllib (sampler='statistics', the default) / faster torch: min "
+          f"{min(stat_ratios):.1f}x, median {np.median(stat_ratios):.1f}x, "
+          f"max {max(stat_ratios):.1f}x")
 
 
 if __name__ == "__main__":
