@@ -6,8 +6,8 @@ import pytest
 
 from icllib.coupling import coupling_decay, frozen_growth_rate, paper_decay
 from icllib.exercises import check_frozen_growth_rate
-from icllib.theory import exact_fixed_point_pq
 from icllib.flows import exact_mean_flow, exact_mean_velocity, paper_velocity
+from icllib.theory import exact_fixed_point_pq
 
 
 def _brakes_from_velocity(velocity, p, q, s, N, eta):
