@@ -7,8 +7,9 @@ icllib.nonlinear.runs, only what the chapter plots: the curves (every eval_every
 checkpoint metrics (effective rank, norm, subspace distances, rotation) and the final number
 embeddings. Each file records, in its ``meta``, the command that regenerates it.
 
-    python scripts/make_ch7_runs.py                       # all seeds and weight decays
+    python scripts/make_ch7_runs.py                       # the whole plan (experiment_plan)
     python scripts/make_ch7_runs.py --seeds 0 --weight-decays 1.0
+    python scripts/make_ch7_runs.py --controls            # only the random-label controls
     python scripts/make_ch7_runs.py --scale full --device cuda
 
 Runs are deterministic on the CPU (one torch thread, one BLAS thread each); on a GPU the
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def one_run(seed: int, weight_decay: float, scale: str, out: str, progress: bool,
-            device: str) -> str:
+            device: str, random_labels: bool = False, n_steps: int | None = None) -> str:
     from threadpoolctl import threadpool_limits
 
     from icllib.nonlinear.grokking import make_run, run_file_name
@@ -39,8 +40,9 @@ def one_run(seed: int, weight_decay: float, scale: str, out: str, progress: bool
 
     t0 = time.perf_counter()
     with threadpool_limits(1):
-        summary = make_run(weight_decay, seed, scale, device=device, progress=progress)
-    path = Path(out) / run_file_name(weight_decay, seed)
+        summary = make_run(weight_decay, seed, scale, device=device, progress=progress,
+                           random_labels=random_labels, n_steps=n_steps)
+    path = Path(out) / run_file_name(weight_decay, seed, random_labels)
     save_run(summary, path)
     m = summary.meta
     return (f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
@@ -51,22 +53,28 @@ def one_run(seed: int, weight_decay: float, scale: str, out: str, progress: bool
 
 
 def main(argv=None) -> int:
-    from icllib.nonlinear.grokking import CHAPTER, WEIGHT_DECAYS, experiment_seeds
+    from icllib.nonlinear.grokking import CHAPTER, experiment_plan
     from icllib.nonlinear.runs import data_dir
     from icllib.scale import SCALES, current_scale
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", choices=SCALES, default=None,
                     help="default: ICLLIB_SCALE (quick when unset)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=None, help="default: 0 1 2")
-    ap.add_argument("--weight-decays", type=float, nargs="+", default=list(WEIGHT_DECAYS))
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="default: the seeds of the plan (experiment_plan)")
+    ap.add_argument("--weight-decays", type=float, nargs="+", default=None,
+                    help="default: those of the plan")
+    ap.add_argument("--controls", action="store_true",
+                    help="only the random-label controls (default: the whole plan)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="run length (default: the scale's; 15000 for the long weight decay "
+                         "0.3 run: --seeds 0 --weight-decays 0.3 --steps 15000)")
     ap.add_argument("--out", default=None, help="default: book/data/ch7/<scale>")
     ap.add_argument("--jobs", type=int, default=2, help="runs in parallel (one core each)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     scale = args.scale or current_scale()
-    seeds = args.seeds if args.seeds is not None else list(experiment_seeds(scale))
     args.out = args.out or str(data_dir(CHAPTER, scale))
     os.makedirs(args.out, exist_ok=True)
     if args.device != "cpu":
@@ -74,16 +82,22 @@ def main(argv=None) -> int:
 
         # before any worker starts: the spawned processes inherit it
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
-    jobs = [(s, wd) for wd in args.weight_decays for s in seeds]
+    jobs = [(s, wd, control) for wd, s, control in experiment_plan(scale)
+            if (args.seeds is None or s in args.seeds)
+            and (args.weight_decays is None or wd in args.weight_decays)
+            and (control or not args.controls)]
+    if args.seeds is not None and args.weight_decays is not None:     # explicit runs
+        jobs = [(s, wd, args.controls) for wd in args.weight_decays for s in args.seeds]
     t0 = time.perf_counter()
     progress = not args.no_progress and args.jobs == 1
     if args.jobs == 1:
-        for s, wd in jobs:
-            print(one_run(s, wd, scale, args.out, progress, args.device), flush=True)
+        for s, wd, control in jobs:
+            print(one_run(s, wd, scale, args.out, progress, args.device, control, args.steps),
+                  flush=True)
     else:
         with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(one_run, s, wd, scale, args.out, False, args.device)
-                       for s, wd in jobs]
+            futures = [pool.submit(one_run, s, wd, scale, args.out, False, args.device, control,
+                                   args.steps) for s, wd, control in jobs]
             for f in futures:
                 print(f.result(), flush=True)
     print(f"total {time.perf_counter() - t0:.0f} s for {len(jobs)} runs", flush=True)

@@ -285,7 +285,7 @@ def _shipped_files():
 def test_shipped_runs_exist_are_small_and_say_how_to_regenerate():
     files = _shipped_files()
     assert len(files) >= 3
-    assert sum(f.stat().st_size for f in files) < 2 * 1024 ** 2
+    assert sum(f.stat().st_size for f in SHIPPED.glob("*.npz")) < 2 * 1024 ** 2
     for f in files:
         s = load_run(f)
         assert "scripts/make_ch7_runs.py" in s["meta"]["command"]
@@ -349,3 +349,102 @@ def test_summary_roundtrip(short_run, tmp_path):
     np.testing.assert_array_equal(back["OV/distance_to_150"], s["OV/distance_to_150"])
     assert back["W_E_final"].shape == (59, 64)
     assert np.all((back["fourier_top_share"] > 0) & (back["fourier_top_share"] <= 1 + 1e-6))
+
+
+# ------------------------------------------------------------------------------ factors
+def test_final_rank_and_float32_cut():
+    from icllib.nonlinear.grokking import final_rank
+    from icllib.nonlinear.grokking.factors import float32_rtol
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((8, 8)))
+    M = U[:, :3] @ np.diag([1.0, 0.5, 0.02]) @ U[:, 3:6].T
+    assert final_rank(M) == 3                    # 0.02 > 1 % of the largest
+    assert final_rank(M, rtol=0.05) == 2
+    assert float32_rtol((8, 8)) == pytest.approx(8 * np.finfo(np.float32).eps)
+    # a float32 rank-3 matrix has rounding noise above float64's cut-off, below float32's
+    noisy = M.astype(np.float32).astype(float)
+    sv = np.linalg.svd(noisy, compute_uv=False)
+    assert sv[3] > 8 * np.finfo(float).eps * sv[0] or sv[3] == 0
+    assert final_rank(noisy, float32_rtol(noisy.shape)) == 3
+
+
+def test_truncated_metrics_levels_on_known_matrices():
+    """"none" is identically 0 when the rank is the number of columns; "d_head" is the first
+    edition's metric (circuit_metrics); "final" truncates to the reference's own rank, so a
+    stack that only changes scale inside one rank-2 row space has distance 0 throughout."""
+    from icllib.nonlinear.circuits import circuit_metrics
+    from icllib.nonlinear.grokking import truncated_metrics
+    rng = np.random.default_rng(1)
+    W = rng.standard_normal((6, 12, 5)).astype(np.float32)          # full column rank 5
+    out = truncated_metrics(W[:, None], "none", d_head=2, lag=1)
+    np.testing.assert_allclose(out["distance"], 0.0, atol=1e-6)
+    assert out["rank"].tolist() == [5]
+    ref = circuit_metrics(W[:, None], rank=2, lag=1)
+    dh = truncated_metrics(W[:, None], "d_head", d_head=2, lag=1)
+    np.testing.assert_allclose(dh["distance"], ref["subspace_distance"])
+    np.testing.assert_allclose(dh["rotation"], ref["rotation"])
+    A, B = rng.standard_normal((7, 2)), rng.standard_normal((2, 9))
+    stack = np.stack([A @ np.diag([1.0, 0.3 + t]) @ B for t in range(4)])[:, None]
+    fin = truncated_metrics(stack, "final", d_head=5, lag=1)
+    assert fin["rank"].tolist() == [2]
+    np.testing.assert_allclose(fin["distance"], 0.0, atol=1e-7)
+    with pytest.raises(ValueError, match="rank"):
+        truncated_metrics(stack, "full", d_head=5)
+
+
+def test_half_time_known_answers():
+    from icllib.nonlinear.grokking import half_time
+    steps = np.arange(0, 1000, 100)
+    d = np.linspace(0.9, 0.1, steps.size)               # half-way value 0.5 at step 450
+    assert half_time(steps, d) == 500.0                  # first checkpoint at or below it
+    assert np.isnan(half_time(steps, np.full(steps.size, 1e-9)))     # no signal
+    assert np.isnan(half_time(steps, d[::-1]))
+    with pytest.raises(ValueError, match="1-D"):
+        half_time(steps, d[:-1])
+
+
+def test_random_labels_are_a_fresh_uniform_draw():
+    from icllib.nonlinear.grokking import with_random_labels
+    data = modular_dataset(59, "add", 0.4, seed=0)
+    noisy = with_random_labels(data, 0)
+    assert np.array_equal(noisy.inputs, data.inputs)
+    assert np.array_equal(noisy.train_idx, data.train_idx)
+    # agreement with the true labels is chance: binomial(3481, 1/59), 5 sd = 0.011
+    assert abs(np.mean(noisy.labels == data.labels) - 1 / 59) < 0.011
+    assert not np.array_equal(with_random_labels(data, 1).labels, noisy.labels)
+    assert noisy.labels.min() >= 0 and noisy.labels.max() < 59
+    with pytest.raises(ValueError, match="random_labels"):
+        quick_config(random_labels=1)
+
+
+def test_summary_has_every_factor(short_run):
+    from icllib.nonlinear.grokking import RANKS, distance_events, distance_key, rotation_key
+    s = summarize_run(short_run, reference_steps=[150], lag=1)
+    for name in ("OV", "QK", "OV_sum", "QK_sum", "W_E", "W_in", "W_out", "W_U"):
+        H = 4 if name in ("OV", "QK") else 1
+        for rank in RANKS:
+            assert s[distance_key(name, rank, 150)].shape == (short_run.checkpoint_steps.size, H)
+            assert rotation_key(name, rank) in s
+        e = distance_events(s, name, "d_head")
+        assert set(e) >= {"half", "lead_50", "lead_95", "settle", "rotation_peak", "floor"}
+    # without truncation W_in and W_U (rank = number of columns) are at distance 0 throughout
+    for name in ("W_in", "W_U"):
+        np.testing.assert_allclose(s[distance_key(name, "none", 150)], 0.0, atol=1e-6)
+    assert s["OV/rank_none"].tolist() == [16] * 4
+    np.testing.assert_allclose(
+        s["OV_sum/norm"][:, 0], np.linalg.norm(short_run.checkpoints["OV"].astype(float)
+                                               .sum(axis=1), axis=(-2, -1)), rtol=1e-6)
+
+
+def test_experiment_plan_and_shipped_controls():
+    from icllib.nonlinear.grokking import experiment_plan, load_controls, load_runs
+    plan = experiment_plan("quick")
+    assert sum(1 for wd, _, c in plan if wd == 1.0 and not c) == 5
+    assert sum(1 for *_, c in plan if c) >= 3
+    runs, controls = load_runs(scale="quick"), load_controls(scale="quick")
+    assert len(runs) == sum(1 for *_, c in plan if not c) and len(controls) >= 3
+    for s in controls.values():
+        assert s["meta"]["config"]["random_labels"] is True
+        assert "--controls" in s["meta"]["command"]
+        # chance is 1/59 = 0.017 with binomial sd 0.003 over the 2089 test pairs
+        assert s["test_acc"].max() < 0.017 + 6 * 0.003

@@ -2,17 +2,33 @@
 
 Modules: :mod:`.task` (the modular-arithmetic data), :mod:`.model` (the one-layer transformer
 and its checkpointed matrices), :mod:`.training` (full-batch AdamW, the chapter's settings),
-:mod:`.analysis` (settle step, rotation peak, Fourier power, timing of a run), :mod:`.runs`
+:mod:`.analysis` (settle step, rotation peak, Fourier power, timing of a run),
+:mod:`.factors` (truncation rank and aggregation as factors, half-times and leads), :mod:`.runs`
 (the shipped run files and the reproduction check).  Everything is re-exported here:
 ``from icllib.nonlinear.grokking import train_grokking``.
 """
 
 from .analysis import embedding_fourier_power, grokking_timing, rotation_peak, settle_step
+from .factors import (
+    FACTOR_MATRICES,
+    FINAL_RANK_RTOL,
+    PLACES,
+    RANKS,
+    classify_half,
+    distance_events,
+    distance_key,
+    factor_table,
+    final_rank,
+    half_time,
+    rotation_key,
+    truncated_metrics,
+)
 from .model import CIRCUIT_NAMES, ModularTransformer
 from .runs import (
     CHAPTER,
     REPRODUCTION_TOLERANCES,
     check_reproduces,
+    load_controls,
     load_runs,
     make_run,
     reproduction_gaps,
@@ -20,12 +36,21 @@ from .runs import (
     run_file_name,
     summarize_run,
 )
-from .task import OPERATIONS, ModularDataset, check_op, check_p, check_train_frac, modular_dataset
+from .task import (
+    OPERATIONS,
+    ModularDataset,
+    check_op,
+    check_p,
+    check_train_frac,
+    modular_dataset,
+    with_random_labels,
+)
 from .training import (
     WEIGHT_DECAYS,
     GrokkingConfig,
     GrokkingRun,
     experiment_config,
+    experiment_plan,
     experiment_seeds,
     full_config,
     quick_config,
@@ -34,11 +59,14 @@ from .training import (
 
 __all__ = [
     "OPERATIONS", "ModularDataset", "modular_dataset", "check_p", "check_op",
-    "check_train_frac",
+    "check_train_frac", "with_random_labels",
+    "RANKS", "FINAL_RANK_RTOL", "FACTOR_MATRICES", "final_rank", "distance_key", "rotation_key",
+    "truncated_metrics", "half_time", "distance_events", "PLACES", "classify_half", "factor_table",
     "CIRCUIT_NAMES", "ModularTransformer",
     "GrokkingConfig", "quick_config", "full_config", "experiment_config", "experiment_seeds",
-    "WEIGHT_DECAYS", "GrokkingRun", "train_grokking",
+    "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun", "train_grokking",
     "settle_step", "rotation_peak", "embedding_fourier_power", "grokking_timing",
     "CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "load_runs",
+    "load_controls",
     "REPRODUCTION_TOLERANCES", "reproduction_gaps", "check_reproduces",
 ]

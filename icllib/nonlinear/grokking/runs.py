@@ -21,15 +21,16 @@ from ..circuits import circuit_metrics
 from ..runs import RunSummary, data_dir, make_command
 from ..runs import load_runs as _load_files
 from .analysis import embedding_fourier_power
+from .factors import FINAL_RANK_RTOL, distance_key, rotation_key, truncated_metrics
 from .training import (
-    WEIGHT_DECAYS,
     GrokkingRun,
     experiment_config,
-    experiment_seeds,
+    experiment_plan,
     train_grokking,
 )
 
 __all__ = ["CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "load_runs",
+           "load_controls",
            "REPRODUCTION_TOLERANCES", "reproduction_gaps", "check_reproduces"]
 
 CHAPTER = "ch7"
@@ -37,7 +38,7 @@ CHAPTER = "ch7"
 
 def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
                   reference_steps=None, lag: int = 2, rank: int | None = None,
-                  top_frequencies: int = 5) -> RunSummary:
+                  top_frequencies: int = 5, factors: bool = True) -> RunSummary:
     """Everything the chapter needs from a run, small enough to ship (no full checkpoints).
 
     Arrays: the curves ``eval_steps, train_loss, test_loss, train_acc, test_acc,
@@ -46,7 +47,12 @@ def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
     or 1) ``"<name>/effective_rank"``, ``"<name>/norm"``, ``"<name>/rotation"`` (lag
     ``lag``) and ``"<name>/distance_to_<S>"`` for each ``S`` in ``reference_steps``
     (default: the last checkpoint), all from :func:`icllib.nonlinear.circuits.circuit_metrics`
-    with truncation rank ``rank`` (default ``d_head``; book chapter 7, 'The metrics');
+    with truncation rank ``rank`` (default ``d_head``; book chapter 7, 'The metrics'); the
+    same for the circuits summed over heads, ``"OV_sum"`` and ``"QK_sum"``; with ``factors``
+    (default) also the distance to the last checkpoint and the rotation at the other two
+    truncation-rank levels of :mod:`~icllib.nonlinear.grokking.factors`
+    (``"<name>/distance_final_to_<T>"``, ``"<name>/rotation_none"``, ...) and the ranks used
+    (``"<name>/rank_final"``, ``"<name>/rank_none"``);
     ``fourier_top_share`` (the share of the embedding's Fourier power in its
     ``top_frequencies`` strongest frequencies, at each checkpoint); ``W_E_final``, the final
     number embeddings (``p x d_model``).  Stored in float32.
@@ -72,18 +78,29 @@ def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
               "checkpoint_steps": steps.astype(np.int32)}
     for k in ("train_loss", "test_loss", "train_acc", "test_acc", "param_norm"):
         arrays[k] = getattr(run, k).astype(f32)
+    stacks = {}
     for name, stack in run.checkpoints.items():
         M = np.asarray(stack, dtype=np.float64)
-        M = M if M.ndim == 4 else M[:, None]                     # (T, H, m, n), H = 1 for W's
+        stacks[name] = M if M.ndim == 4 else M[:, None]          # (T, H, m, n), H = 1 for W's
         if M.shape[0] != steps.size:
             raise ValueError(f"checkpoints[{name!r}] has {M.shape[0]} entries, "
                              f"expected {steps.size}")
+    for name in ("OV", "QK"):                                      # summed over heads
+        if name in stacks:
+            stacks[f"{name}_sum"] = stacks[name].sum(axis=1, keepdims=True)
+    for name, M in stacks.items():
         for j, (S, i) in enumerate(index.items()):
             m = circuit_metrics(M, rank=rank, reference=i, lag=lag if j == 0 else None)
             if j == 0:
                 for key in ("effective_rank", "norm", "rotation"):
                     arrays[f"{name}/{key}"] = m[key].astype(f32)
             arrays[f"{name}/distance_to_{S}"] = m["subspace_distance"].astype(f32)
+        if factors:                                                # the other truncation ranks
+            for level in ("final", "none"):
+                m = truncated_metrics(M, level, c.d_head, reference=-1, lag=lag)
+                arrays[distance_key(name, level, int(steps[-1]))] = m["distance"].astype(f32)
+                arrays[rotation_key(name, level)] = m["rotation"].astype(f32)
+                arrays[f"{name}/rank_{level}"] = m["rank"].astype(np.int32)
     W_E = run.checkpoints["W_E"]
     share = np.array([np.sort(embedding_fourier_power(W, c.p))[::-1][:top_frequencies].sum()
                       for W in W_E])
@@ -94,45 +111,59 @@ def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
                 steps_per_second=float(run.steps_per_second), torch_version=torch.__version__,
                 device=str(run.device),
                 analysis=dict(metric_rank=rank, lag=lag, top_frequencies=top_frequencies,
-                              reference_steps=list(index)))
+                              reference_steps=list(index),
+                              factor_ranks=["final", "none"] if factors else [],
+                              final_rank_rtol=FINAL_RANK_RTOL))
     return RunSummary(meta, arrays)
 
 
-def run_file_name(weight_decay: float, seed: int) -> str:
-    """File name of a shipped run: ``wd{weight_decay:g}_seed{seed}.npz``."""
-    return f"wd{float(weight_decay):g}_seed{int(seed)}.npz"
+def run_file_name(weight_decay: float, seed: int, random_labels: bool = False) -> str:
+    """File name of a shipped run: ``wd{weight_decay:g}_seed{seed}.npz``, with the prefix
+    ``control_`` for the random-label control."""
+    name = f"wd{float(weight_decay):g}_seed{int(seed)}.npz"
+    return f"control_{name}" if random_labels else name
 
 
-def run_command(weight_decay: float, seed: int, scale: str, device: str = "cpu") -> str:
-    """The command line that regenerates one data file."""
+def run_command(weight_decay: float, seed: int, scale: str, device: str = "cpu",
+                random_labels: bool = False, n_steps: int | None = None) -> str:
+    """The command line that regenerates one data file (``n_steps``: a non-default length)."""
     return make_command(CHAPTER, scale, f"--seeds {int(seed)} --weight-decays "
-                        f"{float(weight_decay):g}", device)
+                        f"{float(weight_decay):g}" + (" --controls" if random_labels else "")
+                        + (f" --steps {int(n_steps)}" if n_steps is not None else ""), device)
 
 
 def make_run(weight_decay: float, seed: int, scale: str | None = None, *,
-             device: str = "cpu", progress: bool = True) -> RunSummary:
+             device: str = "cpu", progress: bool = True,
+             random_labels: bool = False, n_steps: int | None = None) -> RunSummary:
     """Train one of the chapter's runs and summarise it (:func:`summarize_run`).
 
     The distances are taken to the last checkpoint and to the checkpoint nearest 80 % of the
     run.  On the CPU the run uses one torch thread (deterministic given the seed; call it
     inside ``threadpoolctl.threadpool_limits(1)`` for one BLAS thread too).
+    ``random_labels`` makes the negative control (:class:`GrokkingConfig`); ``n_steps``
+    overrides the run's length (the long run at weight decay 0.3).
     """
     scale = current_scale() if scale is None else scale
-    config = experiment_config(scale, seed=seed, weight_decay=weight_decay)
+    extra = {} if n_steps is None else {"n_steps": check_int("n_steps", n_steps, 1)}
+    config = experiment_config(scale, seed=seed, weight_decay=weight_decay,
+                               random_labels=bool(random_labels), **extra)
     T, every = config.n_steps, config.checkpoint_every
     reference_steps = sorted({int(round(0.8 * T / every)) * every, T})
     run = train_grokking(config, progress=progress,
                          num_threads=1 if str(device) == "cpu" else None, device=device,
                          keep_model=False)
-    return summarize_run(run, command=run_command(weight_decay, seed, scale, device),
+    return summarize_run(run, command=run_command(weight_decay, seed, scale, device,
+                                                  random_labels, n_steps),
                          scale=scale, reference_steps=reference_steps)
 
 
 def load_runs(weight_decays=None, seeds=None, *, scale: str | None = None,
               directory=None) -> dict[tuple[float, int], RunSummary]:
-    """Load ``{(weight decay, seed): RunSummary}`` from ``book/data/ch7/<scale>/``.
+    """Load the grokking runs ``{(weight decay, seed): RunSummary}`` from
+    ``book/data/ch7/<scale>/``.
 
-    Defaults: the chapter's weight decays and seeds; ``directory`` overrides the place.
+    Defaults: the runs of :func:`experiment_plan` without the controls (or every seed in
+    ``seeds`` at every weight decay in ``weight_decays``); ``directory`` overrides the place.
 
     Raises
     ------
@@ -142,10 +173,22 @@ def load_runs(weight_decays=None, seeds=None, *, scale: str | None = None,
     """
     scale = current_scale() if scale is None else scale
     directory = data_dir(CHAPTER, scale) if directory is None else directory
-    weight_decays = WEIGHT_DECAYS if weight_decays is None else weight_decays
-    seeds = experiment_seeds(scale) if seeds is None else seeds
-    names = {(float(wd), int(s)): run_file_name(wd, s) for wd in weight_decays for s in seeds}
+    plan = [(wd, s) for wd, s, control in experiment_plan(scale) if not control]
+    if weight_decays is not None or seeds is not None:
+        wds = sorted({wd for wd, _ in plan}) if weight_decays is None else weight_decays
+        seeds = sorted({s for _, s in plan}) if seeds is None else seeds
+        plan = [(wd, s) for wd in wds for s in seeds]
+    names = {(float(wd), int(s)): run_file_name(wd, s) for wd, s in plan}
     return _load_files(directory, names, command=make_command(CHAPTER, scale))
+
+
+def load_controls(*, scale: str | None = None, directory=None) -> dict[int, RunSummary]:
+    """Load the random-label controls ``{seed: RunSummary}`` of :func:`experiment_plan`."""
+    scale = current_scale() if scale is None else scale
+    directory = data_dir(CHAPTER, scale) if directory is None else directory
+    names = {int(s): run_file_name(wd, s, True)
+             for wd, s, control in experiment_plan(scale) if control}
+    return _load_files(directory, names, command=make_command(CHAPTER, scale, "--controls"))
 
 
 # ------------------------------------------------------------------ reproduction

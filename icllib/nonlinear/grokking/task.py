@@ -16,7 +16,7 @@ import numpy as np
 from ...validation import check_int
 
 __all__ = ["OPERATIONS", "check_p", "check_op", "check_train_frac", "ModularDataset",
-           "modular_dataset"]
+           "modular_dataset", "with_random_labels"]
 
 OPERATIONS = {
     "add": lambda a, b, p: (a + b) % p,
@@ -102,3 +102,18 @@ def modular_dataset(p: int, op: str = "add", train_frac: float = 0.3,
     test_idx = np.sort(perm[n_train:])
     return ModularDataset(p, op, train_frac, seed, inputs, labels, train_idx, test_idx)
 
+
+
+def with_random_labels(data: ModularDataset, seed: int) -> ModularDataset:
+    """The same inputs and split with every label replaced by an independent uniform draw.
+
+    The negative control of book chapter 7: each of the ``p**2`` labels is drawn
+    independently and uniformly from ``0 .. p-1`` by ``numpy.random.default_rng([seed,
+    1])``.  A test label is then independent of everything a network trained on the
+    training pairs sees, so *any* such network's expected test accuracy is exactly ``1/p``
+    at every step: it cannot generalise, however long it trains.
+    """
+    seed = check_int("seed", seed, 0)
+    labels = np.random.default_rng([seed, 1]).integers(0, data.p, size=data.labels.shape)
+    return ModularDataset(data.p, data.op, data.train_frac, data.seed, data.inputs,
+                          labels.astype(np.int64), data.train_idx, data.test_idx)

@@ -20,13 +20,13 @@ from torch.nn import functional as F
 
 from ...scale import pick
 from ...validation import check_instance, check_int, check_nonnegative, check_positive
-from ..circuits import parameter_norm
 from ..device import deterministic
 from .model import CIRCUIT_NAMES, ModularTransformer
-from .task import check_op, check_p, check_train_frac, modular_dataset
+from .task import check_op, check_p, check_train_frac, modular_dataset, with_random_labels
 
 __all__ = ["GrokkingConfig", "quick_config", "full_config", "experiment_config",
-           "experiment_seeds", "WEIGHT_DECAYS", "GrokkingRun", "train_grokking"]
+           "experiment_seeds", "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun",
+           "train_grokking"]
 
 @dataclass(frozen=True)
 class GrokkingConfig:
@@ -36,7 +36,10 @@ class GrokkingConfig:
     initialisation (a ``torch.Generator`` seeded with it). ``n_steps`` full-batch AdamW steps
     are taken; losses and accuracies are recorded every ``eval_every`` steps, checkpoints of
     the circuits every ``checkpoint_every`` steps (both also at step 0 and at ``n_steps``).
-    The defaults are the reference setting of Nanda et al. (2023) (book chapter 7).
+    ``random_labels=True`` makes the negative control: every label an independent uniform
+    draw (:func:`~icllib.nonlinear.grokking.task.with_random_labels`), so the test accuracy
+    cannot rise above chance.  The defaults are the reference setting of Nanda et al. (2023)
+    (book chapter 7).
     """
 
     p: int = 113
@@ -52,6 +55,7 @@ class GrokkingConfig:
     eval_every: int = 100
     checkpoint_every: int = 500
     seed: int = 0
+    random_labels: bool = False
 
     def __post_init__(self):
         check_p(self.p)
@@ -72,6 +76,8 @@ class GrokkingConfig:
         check_int("eval_every", self.eval_every, 1)
         check_int("checkpoint_every", self.checkpoint_every, 1)
         check_int("seed", self.seed, 0)
+        if not isinstance(self.random_labels, bool):
+            raise ValueError(f"random_labels must be True or False, got {self.random_labels!r}")
         object.__setattr__(self, "betas", (float(self.betas[0]), float(self.betas[1])))
 
     @property
@@ -112,12 +118,24 @@ def experiment_config(scale: str | None = None, **overrides) -> GrokkingConfig:
 
 
 def experiment_seeds(scale: str | None = None) -> tuple[int, ...]:
-    """Seeds of the chapter's runs (0, 1, 2 at both scales)."""
-    return pick(quick=(0, 1, 2), full=(0, 1, 2), scale=scale)
+    """Seeds of the chapter's runs at the reference weight decay 1 (0 .. 4 at both scales)."""
+    return pick(quick=(0, 1, 2, 3, 4), full=(0, 1, 2, 3, 4), scale=scale)
 
 
-#: the weight decays of the chapter's runs
-WEIGHT_DECAYS = (0.3, 1.0, 3.0)
+#: the weight decays of the chapter's grokking runs
+WEIGHT_DECAYS = (1.0, 3.0)
+
+
+def experiment_plan(scale: str | None = None) -> tuple[tuple[float, int, bool], ...]:
+    """Every run of the chapter as ``(weight_decay, seed, random_labels)``.
+
+    Quick: weight decay 1 with seeds 0-4, weight decay 3 with seeds 0-2, and the negative
+    control (weight decay 1, random labels) with seeds 0-2.  Full: five seeds of each.
+    """
+    plan = pick(quick={1.0: 5, 3.0: 3, "control": 3}, full={1.0: 5, 3.0: 5, "control": 5},
+                scale=scale)
+    runs = [(wd, s, False) for wd in WEIGHT_DECAYS for s in range(plan[wd])]
+    return tuple(runs + [(1.0, s, True) for s in range(plan["control"])])
 
 
 @dataclass
@@ -144,6 +162,9 @@ class GrokkingRun:
     steps_per_second: float = 0.0
     model: ModularTransformer | None = field(default=None, repr=False)
     device: str = "cpu"
+
+
+_CURVES = ("train_loss", "test_loss", "train_acc", "test_acc", "param_norm")
 
 
 def _loss(logits, labels):
@@ -189,6 +210,8 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
 
     c = config
     data = modular_dataset(c.p, c.op, c.train_frac, c.seed)
+    if c.random_labels:
+        data = with_random_labels(data, c.seed)
     with deterministic(device, num_threads):
         gen = torch.Generator().manual_seed(c.seed)
         model = ModularTransformer(c.p, c.d_model, c.n_heads, c.d_mlp, gen).to(device)
@@ -198,24 +221,31 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
         labels = torch.as_tensor(data.labels, device=device)
         tr = torch.as_tensor(data.train_idx, device=device)
         te = torch.as_tensor(data.test_idx, device=device)
-        x_tr, y_tr = inputs[tr], labels[tr]
+        x_tr, y_tr, y_te = inputs[tr], labels[tr], labels[te]
 
-        rec = {k: [] for k in ("step", "train_loss", "test_loss", "train_acc", "test_acc",
-                               "param_norm")}
+        # the curves are accumulated on the device and copied to the host at checkpoints only
+        n_eval = len(range(0, c.n_steps + 1, c.eval_every)) + (c.n_steps % c.eval_every != 0)
+        curves = torch.empty(n_eval, len(_CURVES), dtype=torch.float64, device=device)
+        host, n_done, n_copied = [], 0, 0
         ck_steps, ck = [], {k: [] for k in CIRCUIT_NAMES}
+        params = list(model.parameters())
 
-        def evaluate(step):
+        def evaluate():
+            nonlocal n_done
             with torch.no_grad():
                 logits = model(inputs)
                 ltr, lte = logits[tr], logits[te]
-                rec["step"].append(step)
-                rec["train_loss"].append(float(_loss(ltr, y_tr)))
-                rec["test_loss"].append(float(_loss(lte, labels[te])))
-                rec["train_acc"].append(float((ltr.argmax(-1) == y_tr).double().mean()))
-                rec["test_acc"].append(float((lte.argmax(-1) == labels[te]).double().mean()))
-                rec["param_norm"].append(parameter_norm(model))
+                curves[n_done] = torch.stack([
+                    _loss(ltr, y_tr), _loss(lte, y_te),
+                    (ltr.argmax(-1) == y_tr).double().mean(),
+                    (lte.argmax(-1) == y_te).double().mean(),
+                    torch.sqrt(sum((q.double() ** 2).sum() for q in params))])
+            n_done += 1
 
         def checkpoint(step):
+            nonlocal n_copied
+            host.append(curves[n_copied:n_done].cpu())        # one device-to-host copy
+            n_copied = n_done
             ck_steps.append(step)
             for k, v in model.circuits().items():
                 ck[k].append(v)
@@ -223,7 +253,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
         bar = tqdm(total=c.n_steps, disable=not progress,
                    desc=f"grokking p={c.p} seed={c.seed}", mininterval=0.5)
         t0 = time.perf_counter()
-        evaluate(0)
+        evaluate()
         checkpoint(0)
         for step in range(1, c.n_steps + 1):
             opt.zero_grad(set_to_none=True)
@@ -231,19 +261,24 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
             loss.backward()
             opt.step()
             if step % c.eval_every == 0 or step == c.n_steps:
-                evaluate(step)
-                if progress:
-                    bar.set_postfix(train=f"{rec['train_acc'][-1]:.3f}",
-                                    test=f"{rec['test_acc'][-1]:.3f}", refresh=False)
+                evaluate()
             if step % c.checkpoint_every == 0 or step == c.n_steps:
                 checkpoint(step)
+                if progress:
+                    acc = host[-1][-1] if len(host[-1]) else host[-2][-1]
+                    bar.set_postfix(train=f"{float(acc[2]):.3f}", test=f"{float(acc[3]):.3f}",
+                                    refresh=False)
             bar.update(1)
         wall = time.perf_counter() - t0
         bar.close()
 
-    arr = {k: np.asarray(v, dtype=np.int64 if k == "step" else np.float64) for k, v in rec.items()}
+    if n_copied != n_done:
+        raise RuntimeError("internal: evaluations after the last checkpoint were not copied")
+    values = torch.cat(host).numpy()
+    arr = {k: values[:, i].copy() for i, k in enumerate(_CURVES)}
+    eval_steps = np.unique(np.r_[np.arange(0, c.n_steps + 1, c.eval_every), c.n_steps])
     return GrokkingRun(
-        config=c, eval_steps=arr["step"], train_loss=arr["train_loss"],
+        config=c, eval_steps=eval_steps.astype(np.int64), train_loss=arr["train_loss"],
         test_loss=arr["test_loss"], train_acc=arr["train_acc"], test_acc=arr["test_acc"],
         param_norm=arr["param_norm"],
         checkpoint_steps=np.asarray(ck_steps, dtype=np.int64),
