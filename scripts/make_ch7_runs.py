@@ -10,7 +10,7 @@ embeddings. Each file records, in its ``meta``, the command that regenerates it.
     python scripts/make_ch7_runs.py                       # the whole plan (experiment_plan)
     python scripts/make_ch7_runs.py --seeds 0 --weight-decays 1.0
     python scripts/make_ch7_runs.py --controls            # only the random-label controls
-    python scripts/make_ch7_runs.py --scale full --device cuda
+    python scripts/make_ch7_runs.py --scale full --device cuda --batched
 
 Runs are deterministic on the CPU (one torch thread, one BLAS thread each); on a GPU the
 cuBLAS workspace is fixed (``CUBLAS_WORKSPACE_CONFIG``) before deterministic algorithms are
@@ -73,6 +73,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="runs in parallel (one core each)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--batched", action="store_true",
+                    help="train the seeds of each setting as one vmapped model (for a GPU; "
+                         "bench/bench_ch7_full_scale.py: the full plan then fits one H200)")
     args = ap.parse_args(argv)
     scale = args.scale or current_scale()
     args.out = args.out or str(data_dir(CHAPTER, scale))
@@ -90,7 +93,21 @@ def main(argv=None) -> int:
         jobs = [(s, wd, args.controls) for wd in args.weight_decays for s in args.seeds]
     t0 = time.perf_counter()
     progress = not args.no_progress and args.jobs == 1
-    if args.jobs == 1:
+    if args.batched:
+        from icllib.nonlinear.grokking import make_runs_batched, run_file_name
+        from icllib.nonlinear.runs import save_run
+
+        groups = {}
+        for s, wd, control in jobs:
+            groups.setdefault((wd, control), []).append(s)
+        for (wd, control), seeds in groups.items():
+            t1 = time.perf_counter()
+            for summary in make_runs_batched(wd, seeds, scale, device=args.device,
+                                             random_labels=control, n_steps=args.steps):
+                save_run(summary, Path(args.out) / run_file_name(wd, summary.seed, control))
+            print(f"weight decay {wd:g}{' random labels' if control else ''}, seeds {seeds}: "
+                  f"{time.perf_counter() - t1:.0f} s (batched)", flush=True)
+    elif args.jobs == 1:
         for s, wd, control in jobs:
             print(one_run(s, wd, scale, args.out, progress, args.device, control, args.steps),
                   flush=True)

@@ -448,3 +448,21 @@ def test_experiment_plan_and_shipped_controls():
         assert "--controls" in s["meta"]["command"]
         # chance is 1/59 = 0.017 with binomial sd 0.003 over the 2089 test pairs
         assert s["test_acc"].max() < 0.017 + 6 * 0.003
+
+
+def test_batched_seeds_equal_single_runs():
+    """Three seeds (and a random-label control) trained as one vmapped model equal the single
+    runs up to rounding over 30 steps: AdamW is elementwise, so stacking couples nothing."""
+    from icllib.nonlinear.grokking import train_grokking_seeds
+    configs = [quick_config(n_steps=30, seed=s, checkpoint_every=10) for s in (0, 2)]
+    configs.append(quick_config(n_steps=30, seed=1, checkpoint_every=10, random_labels=True))
+    with pytest.raises(ValueError, match="differ only in their seed"):
+        train_grokking_seeds(configs)
+    for group in (configs[:2], configs[2:]):
+        for b, c in zip(train_grokking_seeds(group, num_threads=1), group):
+            s = train_grokking(c, progress=False, num_threads=1)
+            assert b.config == c and np.array_equal(b.eval_steps, s.eval_steps)
+            for k in ("train_loss", "test_loss", "param_norm", "train_acc", "test_acc"):
+                np.testing.assert_allclose(getattr(b, k), getattr(s, k), rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(b.checkpoints["OV"], s.checkpoints["OV"], rtol=0,
+                                       atol=1e-6)

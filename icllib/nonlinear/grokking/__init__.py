@@ -2,10 +2,11 @@
 
 Modules: :mod:`.task` (the modular-arithmetic data), :mod:`.model` (the one-layer transformer
 and its checkpointed matrices), :mod:`.training` (full-batch AdamW, the chapter's settings),
-:mod:`.analysis` (settle step, rotation peak, Fourier power, timing of a run),
-:mod:`.factors` (truncation rank and aggregation as factors, half-times and leads), :mod:`.runs`
-(the shipped run files and the reproduction check).  Everything is re-exported here:
-``from icllib.nonlinear.grokking import train_grokking``.
+:mod:`.seeds` (several seeds as one batched model), :mod:`.analysis` (settle step, rotation
+peak, Fourier power, timing of a run), :mod:`.factors` (truncation rank and aggregation as
+factors, half-times and leads), :mod:`.runs` (the shipped run files and the reproduction
+check).  Everything is re-exported here: ``from icllib.nonlinear.grokking import
+train_grokking``.
 """
 
 from .analysis import embedding_fourier_power, grokking_timing, rotation_peak, settle_step
@@ -31,11 +32,13 @@ from .runs import (
     load_controls,
     load_runs,
     make_run,
+    make_runs_batched,
     reproduction_gaps,
     run_command,
     run_file_name,
     summarize_run,
 )
+from .seeds import train_grokking_seeds
 from .task import (
     OPERATIONS,
     ModularDataset,
@@ -64,9 +67,10 @@ __all__ = [
     "truncated_metrics", "half_time", "distance_events", "PLACES", "classify_half", "factor_table",
     "CIRCUIT_NAMES", "ModularTransformer",
     "GrokkingConfig", "quick_config", "full_config", "experiment_config", "experiment_seeds",
-    "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun", "train_grokking",
+    "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun", "train_grokking", "train_grokking_seeds",
     "settle_step", "rotation_peak", "embedding_fourier_power", "grokking_timing",
-    "CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "load_runs",
+    "CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "make_runs_batched",
+    "load_runs",
     "load_controls",
     "REPRODUCTION_TOLERANCES", "reproduction_gaps", "check_reproduces",
 ]

@@ -29,7 +29,8 @@ from .training import (
     train_grokking,
 )
 
-__all__ = ["CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "load_runs",
+__all__ = ["CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run",
+           "make_runs_batched", "load_runs",
            "load_controls",
            "REPRODUCTION_TOLERANCES", "reproduction_gaps", "check_reproduces"]
 
@@ -155,6 +156,26 @@ def make_run(weight_decay: float, seed: int, scale: str | None = None, *,
     return summarize_run(run, command=run_command(weight_decay, seed, scale, device,
                                                   random_labels, n_steps),
                          scale=scale, reference_steps=reference_steps)
+
+
+def make_runs_batched(weight_decay: float, seeds, scale: str | None = None, *,
+                      device: str = "cpu", random_labels: bool = False,
+                      n_steps: int | None = None) -> list[RunSummary]:
+    """:func:`make_run` for several seeds at once, trained as one batched model
+    (:func:`~icllib.nonlinear.grokking.seeds.train_grokking_seeds`; for a GPU)."""
+    from .seeds import train_grokking_seeds
+
+    scale = current_scale() if scale is None else scale
+    extra = {} if n_steps is None else {"n_steps": check_int("n_steps", n_steps, 1)}
+    configs = [experiment_config(scale, seed=int(s), weight_decay=weight_decay,
+                                 random_labels=bool(random_labels), **extra) for s in seeds]
+    T, every = configs[0].n_steps, configs[0].checkpoint_every
+    reference_steps = sorted({int(round(0.8 * T / every)) * every, T})
+    runs = train_grokking_seeds(configs, device=device,
+                                num_threads=1 if str(device) == "cpu" else None)
+    return [summarize_run(run, command=run_command(weight_decay, run.config.seed, scale, device,
+                                                   random_labels, n_steps) + " --batched",
+                          scale=scale, reference_steps=reference_steps) for run in runs]
 
 
 def load_runs(weight_decays=None, seeds=None, *, scale: str | None = None,

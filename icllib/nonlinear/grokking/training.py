@@ -26,7 +26,7 @@ from .task import check_op, check_p, check_train_frac, modular_dataset, with_ran
 
 __all__ = ["GrokkingConfig", "quick_config", "full_config", "experiment_config",
            "experiment_seeds", "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun",
-           "train_grokking"]
+           "CURVE_NAMES", "grokking_loss", "train_grokking"]
 
 @dataclass(frozen=True)
 class GrokkingConfig:
@@ -164,12 +164,17 @@ class GrokkingRun:
     device: str = "cpu"
 
 
-_CURVES = ("train_loss", "test_loss", "train_acc", "test_acc", "param_norm")
+#: the curves recorded every ``eval_every`` steps, in the order of :class:`GrokkingRun`
+CURVE_NAMES = ("train_loss", "test_loss", "train_acc", "test_acc", "param_norm")
 
 
-def _loss(logits, labels):
-    # float64 log-softmax: in float32 the loss of a memorised training set underflows and the
-    # gradients become noisy ("slingshots"); Nanda et al. do the same.
+def grokking_loss(logits, labels):
+    """Mean cross-entropy of ``logits`` against ``labels``, in float64 (book chapter 7, 'The
+    task and the model').
+
+    Float64 log-softmax: in float32 the loss of a memorised training set underflows and the
+    gradients become noisy ("slingshots"); Nanda et al. do the same.
+    """
     return F.cross_entropy(logits.double(), labels)
 
 
@@ -225,7 +230,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
 
         # the curves are accumulated on the device and copied to the host at checkpoints only
         n_eval = len(range(0, c.n_steps + 1, c.eval_every)) + (c.n_steps % c.eval_every != 0)
-        curves = torch.empty(n_eval, len(_CURVES), dtype=torch.float64, device=device)
+        curves = torch.empty(n_eval, len(CURVE_NAMES), dtype=torch.float64, device=device)
         host, n_done, n_copied = [], 0, 0
         ck_steps, ck = [], {k: [] for k in CIRCUIT_NAMES}
         params = list(model.parameters())
@@ -236,7 +241,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
                 logits = model(inputs)
                 ltr, lte = logits[tr], logits[te]
                 curves[n_done] = torch.stack([
-                    _loss(ltr, y_tr), _loss(lte, y_te),
+                    grokking_loss(ltr, y_tr), grokking_loss(lte, y_te),
                     (ltr.argmax(-1) == y_tr).double().mean(),
                     (lte.argmax(-1) == y_te).double().mean(),
                     torch.sqrt(sum((q.double() ** 2).sum() for q in params))])
@@ -257,7 +262,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
         checkpoint(0)
         for step in range(1, c.n_steps + 1):
             opt.zero_grad(set_to_none=True)
-            loss = _loss(model(x_tr), y_tr)
+            loss = grokking_loss(model(x_tr), y_tr)
             loss.backward()
             opt.step()
             if step % c.eval_every == 0 or step == c.n_steps:
@@ -275,7 +280,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
     if n_copied != n_done:
         raise RuntimeError("internal: evaluations after the last checkpoint were not copied")
     values = torch.cat(host).numpy()
-    arr = {k: values[:, i].copy() for i, k in enumerate(_CURVES)}
+    arr = {k: values[:, i].copy() for i, k in enumerate(CURVE_NAMES)}
     eval_steps = np.unique(np.r_[np.arange(0, c.n_steps + 1, c.eval_every), c.n_steps])
     return GrokkingRun(
         config=c, eval_steps=eval_steps.astype(np.int64), train_loss=arr["train_loss"],
