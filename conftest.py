@@ -6,7 +6,6 @@ kernel.  Text notebooks carry no outputs, so the checks live in the cells themse
 (assertions, many in ``remove-cell`` cells).
 """
 
-import pytest
 
 from icllib.widgets import use_static_figures
 

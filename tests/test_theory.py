@@ -86,7 +86,7 @@ def test_half_rise_time_is_the_crossing_of_half_the_final_value():
     ainf = th.paper_fixed_point(s, N)
     predicted = th.half_rise_time(a0, s, N, eta)
     for mode in range(4):
-        def excess(T):
+        def excess(T, mode=mode):
             sol = decoupled_flow(np.full(4, np.sqrt(a0)), np.full(4, np.sqrt(a0)), s, N,
                                  np.array([0.0, T]), eta=eta)
             return sol.a[-1, mode] - ainf[mode] / 2

@@ -15,7 +15,8 @@
   domains and says nothing, but JupyterLab (jupyterlab-myst) has one namespace per notebook.
 * A link to a label in another chapter is a plain markdown link, ``[text](02-dynamics.md#label)``,
   so that it reads as text in JupyterLab too; MyST-parser resolves ``doc.md#anchor`` only for
-  heading anchors, so each page's labels are registered as anchors (:func:`_register_label_anchors`).
+  heading anchors, so each page's labels are registered as anchors
+  (:func:`_register_label_anchors`).
 """
 
 import json
@@ -115,7 +116,8 @@ def _slim_notebook(path):
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []):
             data = out.get("data")
-            if out.get("output_type") in ("display_data", "execute_result") and data and _is_figure_output(data):
+            shown = out.get("output_type") in ("display_data", "execute_result")
+            if shown and data and _is_figure_output(data):
                 out["data"] = {"text/plain": FIGURE_NOTE}
                 out["metadata"] = {}
                 changed = True

@@ -23,9 +23,9 @@ PASSED exact_mean_velocity: ...
 
 from .core import CheckResult, check_function
 from .dynamics import check_exact_mean_velocity, check_frozen_growth_rate
+from .finite_tasks import check_task_set_fixed_point
 from .fixed_points import check_exact_fixed_point, check_water_filling
 from .loss import check_exact_floor, check_paper_loss
-from .finite_tasks import check_task_set_fixed_point
 from .nonlinear import check_embedding_fourier_power, check_induction_score
 from .setup import check_all_modes_active_from, check_prediction_at_convergence
 from .timescales import check_logistic_a, check_plateau_length

@@ -23,10 +23,10 @@ The package holds one idea per module; the names in brackets are importable from
     the training loop ``train_sgd`` and its ``Recording``.
 """
 
+from . import finite_tasks
 from .gradients import loss_and_grads
 from .initialisation import balanced_init, random_init
 from .sgd import Recording, train_sgd
-from . import finite_tasks
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 
 __all__ = [
@@ -38,4 +38,5 @@ __all__ = [
     "Recording",
     "train_sgd",
     "DIVERGENCE_FACTOR",
+    "finite_tasks",
 ]
