@@ -14,6 +14,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 # every frame of every interactive figure is exercised: conftest.py and the book build choose
 # static figures (icllib.widgets.use_static_figures)
+# lint first (seconds): pyproject.toml [tool.ruff] is the project's style
+.venv/bin/ruff check .
 t0=$(date +%s)
 scripts/other-cpu .venv/bin/python -m pytest tests -m "not browser" -q -p no:cacheprovider
 t1=$(date +%s)

@@ -9,8 +9,15 @@ from icllib.exercises import check_water_filling
 from icllib.exercises.fixed_points import _sample_any_spectrum
 from icllib.flows import exact_mean_velocity, paper_velocity
 from icllib.numerics import mode_jacobian
-from icllib.theory import (exact_fixed_point, exact_fixed_point_pq, exact_loss_grad,
-                           paper_fixed_point, paper_loss_grad, saddle_eigenvalues, s_inf)
+from icllib.theory import (
+    exact_fixed_point,
+    exact_fixed_point_pq,
+    exact_loss_grad,
+    paper_fixed_point,
+    paper_loss_grad,
+    s_inf,
+    saddle_eigenvalues,
+)
 
 S4 = np.array([4.0, 2.0, 1.0, 0.5])
 
@@ -105,7 +112,9 @@ def test_hessians_count_neutral_directions():
 
 
 def test_mode_jacobian_validates_its_arguments():
-    f = lambda p, q: (p, q)
+    def f(p, q):
+        return p, q
+
     with pytest.raises(ValueError, match="field"):
         mode_jacobian(3, np.zeros(2), np.zeros(2))
     with pytest.raises(ValueError, match="q must have shape"):

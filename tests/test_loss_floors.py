@@ -4,8 +4,14 @@ import numpy as np
 import pytest
 
 from icllib.exercises import check_exact_floor
-from icllib.theory import (converged_loss, exact_converged_loss, exact_fixed_point,
-                           exact_loss, paper_fixed_point, s_inf)
+from icllib.theory import (
+    converged_loss,
+    exact_converged_loss,
+    exact_fixed_point,
+    exact_loss,
+    paper_fixed_point,
+    s_inf,
+)
 from icllib.theory.losses import coinciding_floors_ratio, exact_floor_active_set
 
 

@@ -226,3 +226,12 @@ def test_citations_are_plain_links_to_works_in_references_bib():
         # the one work without a stable URL in references.bib: cited by author and year
         roy = re.search(r"Roy & Vetterli(, | \()2007", body) is not None
         assert roy == ("Roy, O. and Vetterli, M. (2007)" in refs), path.name
+
+
+def test_test_command_lints_with_the_pinned_ruff():
+    # the style is checked by the test command itself, with the version requirements.txt pins
+    test_sh = (ROOT / "scripts" / "test.sh").read_text()
+    assert ".venv/bin/ruff check ." in test_sh
+    pins = (ROOT / "requirements.txt").read_text()
+    assert re.search(r"^ruff==\d", pins, re.M)
+    assert "[tool.ruff]" in (ROOT / "pyproject.toml").read_text()
