@@ -1,6 +1,6 @@
 """SGD throughput of icllib against an equivalent PyTorch-autograd implementation.
 
-Run:  python bench/bench_sgd.py [--quick] [--dtype float64|float32] [--repeats R]
+Run:  python bench/bench_sgd.py [--quick] [--torch-configs float32:1,float64:all] [--repeats R]
 
 Both sides do the same training: online SGD on the full linear transformer
 ``f(Z) = Z + W^P (Z Z^T / N) W^Q Z`` with a fresh task ``W = diag(lambda)``,
@@ -132,15 +132,41 @@ def calibrate(run, seconds):
         steps *= 4
 
 
+def with_threads(run, threads):
+    """``run`` with ``torch.set_num_threads(threads)`` around it (each variant its own)."""
+    import torch
+
+    def timed(steps):
+        torch.set_num_threads(threads)
+        run(steps)
+
+    return timed
+
+
+def parse_torch_configs(text, ncores):
+    """``"float32:1,float64:all"`` -> [("float32", 1), ("float64", ncores)]."""
+    configs = []
+    for item in text.split(","):
+        dtype, _, threads = item.partition(":")
+        if dtype not in ("float32", "float64"):
+            raise SystemExit(f"--torch-configs: dtype must be float32 or float64, got {dtype!r}")
+        configs.append((dtype, ncores if threads in ("", "all") else int(threads)))
+    return configs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="one short repeat per size")
-    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"],
-                    help="PyTorch dtype (icllib is always float64)")
+    ap.add_argument("--torch-configs", default="float32:1,float64:all",
+                    help="PyTorch variants timed in the same run, dtype:threads, comma-separated "
+                         "(threads 'all' = os.cpu_count()); icllib is always float64. The "
+                         "ratio is against the fastest of them.")
+    ap.add_argument("--dtype", default=None, choices=["float64", "float32"],
+                    help="shorthand for one PyTorch variant: --torch-configs DTYPE:THREADS")
+    ap.add_argument("--torch-threads", type=int, default=None,
+                    help="with --dtype: torch.set_num_threads (default: os.cpu_count())")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=0.5, help="target seconds per timed run")
-    ap.add_argument("--torch-threads", type=int, default=None,
-                    help="torch.set_num_threads (default: os.cpu_count())")
     ap.add_argument("--sizes", default=None,
                     help="comma-separated d:N:B triples to run instead of the full grid")
     args = ap.parse_args()
@@ -150,49 +176,52 @@ def main():
     import torch
 
     ncores = os.cpu_count()
-    torch.set_num_threads(args.torch_threads or ncores)
-    dtype = getattr(torch, args.dtype)
+    if args.dtype:
+        configs = [(args.dtype, args.torch_threads or ncores)]
+    else:
+        configs = parse_torch_configs(args.torch_configs, ncores)
     eta = 0.01
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"cores {ncores}, torch threads {torch.get_num_threads()}, torch dtype {args.dtype}, "
-          f"load average {load:.2f}; best of {args.repeats} runs of ~{args.seconds} s "
-          "[worst in brackets]")
-    header = (f"{'d':>3} {'N':>4} {'B':>5} | {'icllib actions':>19} | {'icllib statistics':>19} | "
-              f"{'torch Gamma':>19} | {'torch mv':>19} | {'icllib p/s':>9} | {'ratio':>6} | "
-              f"{'stat.':>5}")
-    print(header)
-    print("-" * len(header))
-    ratios, stat_ratios = [], []
+    names = ", ".join(f"{dt} x {th} thread{'s' if th > 1 else ''}" for dt, th in configs)
+    print(f"cores {ncores}; PyTorch variants: {names}; load average {load:.2f}; "
+          f"best of {args.repeats} runs of ~{args.seconds} s [worst in brackets]")
     if args.sizes:
         sizes = [tuple(int(x) for x in item.split(":")) for item in args.sizes.split(",")]
     else:
         sizes = [(d, N, B) for d in (4, 8, 16) for N in (10, 100) for B in (256, 4096)]
+    ratios, stat_ratios = [], []
     for d, N, B in sizes:
         runners = {
-            "icllib": icllib_runner(d, N, B, eta, seed=0, sampler="actions"),
+            "icllib actions": icllib_runner(d, N, B, eta, seed=0, sampler="actions"),
             "icllib statistics": icllib_runner(d, N, B, eta, seed=0),
-            "torch Gamma": torch_runner(d, N, B, eta, seed=0, dtype=dtype, order="gamma"),
-            "torch mv": torch_runner(d, N, B, eta, seed=0, dtype=dtype, order="mv"),
         }
+        for dt, th in configs:
+            for order in ("gamma", "mv"):
+                run = torch_runner(d, N, B, eta, seed=0, dtype=getattr(torch, dt), order=order)
+                runners[f"torch {order} {dt[5:]}/{th}t"] = with_threads(run, th)
         steps = {k: calibrate(r, args.seconds) for k, r in runners.items()}
         rates = {k: [] for k in runners}
-        for _ in range(args.repeats):
+        for _ in range(args.repeats):  # variants alternate, so a load change hits them all
             for k, r in runners.items():
                 t0 = time.perf_counter()
                 r(steps[k])
                 rates[k].append(steps[k] / (time.perf_counter() - t0))
         best = {k: max(v) for k, v in rates.items()}
         worst = {k: min(v) for k, v in rates.items()}
-        torch_best = max(best["torch Gamma"], best["torch mv"])
-        ratio = best["icllib"] / torch_best
-        ratios.append(ratio)
-        stat_ratios.append(best["icllib statistics"] / torch_best)
+        torch_names = [k for k in runners if k.startswith("torch")]
+        fastest = max(torch_names, key=best.get)
+        ratios.append(best["icllib actions"] / best[fastest])
+        stat_ratios.append(best["icllib statistics"] / best[fastest])
+        if len(ratios) == 1:
+            print(f"{'d':>3} {'N':>4} {'B':>5} | "
+                  + " | ".join(f"{k:>19}" for k in runners)
+                  + f" | {'fastest torch':>17} | {'actions':>7} | {'stat.':>5}")
         cells = " | ".join(f"{best[k]:>8.1f} [{worst[k]:>8.1f}]" for k in runners)
-        print(f"{d:>3} {N:>4} {B:>5} | {cells} | {best['icllib'] * B:>9.2e} | {ratio:>6.1f} | "
+        print(f"{d:>3} {N:>4} {B:>5} | {cells} | {fastest[6:]:>17} | {ratios[-1]:>7.1f} | "
               f"{stat_ratios[-1]:>5.1f}", flush=True)
-    print(f"icllib (sampler='actions') / faster torch: min {min(ratios):.1f}x, "
+    print(f"icllib (sampler='actions') / fastest PyTorch variant: min {min(ratios):.1f}x, "
           f"median {np.median(ratios):.1f}x, max {max(ratios):.1f}x")
-    print(f"icllib (sampler='statistics', the default) / faster torch: min "
+    print(f"icllib (sampler='statistics', the default) / fastest PyTorch variant: min "
           f"{min(stat_ratios):.1f}x, median {np.median(stat_ratios):.1f}x, "
           f"max {max(stat_ratios):.1f}x")
 
