@@ -164,3 +164,21 @@ def test_exercise_checkers_accept_the_references_and_reject_a_wrong_answer():
         return power[: p // 2 + 1] / power[: p // 2 + 1].sum()
 
     assert not check_embedding_fourier_power(unfolded, trials=5).passed
+
+
+def test_parameters_norm_per_seed_equals_the_norm_of_each_seed():
+    from icllib.nonlinear.circuits import parameters_norm
+
+    g = torch.Generator().manual_seed(0)
+    stacked = [torch.randn(3, 4, 5, generator=g), torch.randn(3, 7, generator=g)]
+    per_seed = parameters_norm(stacked, batch_dims=1)
+    assert per_seed.shape == (3,) and per_seed.dtype == torch.float64
+    for i in range(3):
+        module = torch.nn.Module()
+        module.a = torch.nn.Parameter(stacked[0][i].clone())
+        module.b = torch.nn.Parameter(stacked[1][i].clone())
+        expected = np.sqrt(sum(float((t[i].double() ** 2).sum()) for t in stacked))
+        assert abs(parameter_norm(module) - expected) < 1e-12 * expected
+        assert abs(float(per_seed[i]) - expected) < 1e-12 * expected
+    with pytest.raises(ValueError, match="batch_dims"):
+        parameters_norm(stacked, batch_dims=2)

@@ -14,19 +14,35 @@ import numpy as np
 from ..metrics import effective_rank, marginal_effective_rank, subspace_distance
 from ..validation import check_int
 
-__all__ = ["circuit_metrics", "parameter_norm"]
+__all__ = ["circuit_metrics", "parameter_norm", "parameters_norm"]
+
+
+def parameters_norm(tensors, *, batch_dims: int = 0):
+    """Frobenius norm of several tensors together, as a float64 tensor on their device.
+
+    ``sqrt(sum_theta ||theta||_F^2)``; with ``batch_dims = 1`` every tensor carries a leading
+    seed axis (:mod:`icllib.nonlinear.batched`) and the result has one norm per seed. Stays on
+    the device, so a training loop can record it every step without a copy to the host.
+    """
+    import torch
+
+    if batch_dims not in (0, 1):
+        raise ValueError(f"batch_dims must be 0 or 1, got {batch_dims!r}")
+    if batch_dims:
+        return torch.sqrt(sum((t.double() ** 2).flatten(1).sum(1) for t in tensors))
+    return torch.sqrt(sum((t.double() ** 2).sum() for t in tensors))
 
 
 def parameter_norm(module) -> float:
     """Frobenius norm of all parameters of a ``torch.nn.Module`` together.
 
     ``sqrt(sum_theta ||theta||_F^2)``, accumulated in float64 (book chapters 6 and 7: the
-    parameter norm beside the loss curves).
+    parameter norm beside the loss curves); :func:`parameters_norm` as a float.
     """
     import torch
 
     with torch.no_grad():
-        return float(torch.sqrt(sum((p.double() ** 2).sum() for p in module.parameters())))
+        return float(parameters_norm(module.parameters()))
 
 
 def circuit_metrics(stack, *, rank: int | None = None, reference: int = -1, ks=(),

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..batched import BatchedSeeds
+from ..circuits import parameters_norm
 from ..device import deterministic
 from .model import CIRCUIT_NAMES, ModularTransformer
 from .task import modular_dataset, with_random_labels
@@ -85,8 +86,7 @@ def train_grokking_seeds(configs, *, device: str = "cpu",
             with torch.no_grad():
                 logits = batched(x_all)                                   # (S, p^2, p)
                 ltr, lte = logits[rows, tr], logits[rows, te]
-                norm = torch.sqrt(sum((q.double() ** 2).flatten(1).sum(1)
-                                      for q in batched.params.values()))
+                norm = parameters_norm(batched.params.values(), batch_dims=1)
                 curves[state["done"]] = torch.stack([
                     seed_loss(ltr, y_tr), seed_loss(lte, y_te),
                     (ltr.argmax(-1) == y_tr).double().mean(-1),

@@ -20,6 +20,7 @@ from torch.nn import functional as F
 
 from ...scale import pick
 from ...validation import check_instance, check_int, check_nonnegative, check_positive
+from ..circuits import parameters_norm
 from ..device import deterministic
 from .model import CIRCUIT_NAMES, ModularTransformer
 from .task import check_op, check_p, check_train_frac, modular_dataset, with_random_labels
@@ -244,7 +245,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
                     grokking_loss(ltr, y_tr), grokking_loss(lte, y_te),
                     (ltr.argmax(-1) == y_tr).double().mean(),
                     (lte.argmax(-1) == y_te).double().mean(),
-                    torch.sqrt(sum((q.double() ** 2).sum() for q in params))])
+                    parameters_norm(params)])
             n_done += 1
 
         def checkpoint(step):

@@ -213,7 +213,8 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
     icl = np.empty(C)
     first = np.empty(C)
     pnorm = np.empty(C)
-    train_loss = torch.empty(train_config.steps)
+    # on the device: a GPU step then never waits for a copy to the host
+    train_loss = torch.empty(train_config.steps, device=dev)
 
     def record(i):
         qk[i], ov[i] = model.circuits()
@@ -246,7 +247,7 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
         raise FloatingPointError(f"training diverged (non-finite ICL loss) with lr="
                                  f"{train_config.lr}; lower lr")
     return AttentionOnlyRun(model_config, task, train_config, seed, ck, icl, first, pnorm,
-                            qk, ov, prev, dup, ind, train_loss.double().numpy(), seconds,
+                            qk, ov, prev, dup, ind, train_loss.double().cpu().numpy(), seconds,
                             model if keep_model else None, str(dev))
 
 
