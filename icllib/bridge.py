@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .metrics import first_crossing
 from .validation import check_array, check_int, check_real, check_time_grid
 
 __all__ = ["spectrum_effective_rank", "half_rise_times", "dip_bracket", "wedin_bound",
@@ -89,16 +90,10 @@ def half_rise_times(t, a) -> np.ndarray:
     a = check_array("a", a, shape=(t.size, None))
     rise = np.abs(a - a[0])
     half = rise[-1] / 2
+    moved = half > 0
     out = np.full(a.shape[1], np.nan)
-    for i in range(a.shape[1]):
-        if half[i] <= 0:
-            continue
-        j = int(np.argmax(rise[:, i] >= half[i]))
-        if j == 0:
-            out[i] = t[0]
-            continue
-        y0, y1 = rise[j - 1, i], rise[j, i]
-        out[i] = t[j - 1] + (t[j] - t[j - 1]) * (half[i] - y0) / (y1 - y0)
+    if moved.any():
+        out[moved] = first_crossing(t, rise[:, moved], half[moved])
     return out
 
 

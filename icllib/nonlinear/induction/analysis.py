@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ...metrics import first_crossing
+
 __all__ = ["previous_token_score", "duplicate_token_score", "induction_score", "head_scores",
            "HEAD_SCORE_LEVEL", "CIRCUIT_KINDS", "circuit_kind", "ICL_SUCCESS_LOSS",
            "EmergenceWindow", "icl_emergence_window", "half_time", "Dip", "find_dip"]
@@ -269,7 +271,7 @@ def half_time(steps, values) -> int:
         raise ValueError(f"steps and values must be 1-D of the same length >= 2, got "
                          f"{steps.shape} and {v.shape}")
     gap = np.abs(v - v[-1])
-    return int(steps[np.argmax(gap <= gap[0] / 2)])
+    return int(first_crossing(steps, gap, gap[0] / 2, below=True, interpolate=False))
 
 
 @dataclass(frozen=True)
