@@ -100,16 +100,16 @@ def test_half_rise_time_is_the_crossing_of_half_the_final_value():
     np.testing.assert_allclose(t_maxslope, predicted, atol=2 * (t[1] - t[0]))
 
 
-def test_escape_time_approaches_half_rise_for_small_eps():
+def test_escape_time_approaches_half_rise_for_small_a0():
     s, N, eta = S4, 10, 1.0
     k = th.s_inf(s, N)
     rel = []
-    for eps in [1e-2, 1e-3, 1e-4, 1e-6, 1e-8]:
-        esc = th.escape_time(eps, s, N, eta)
-        half = th.half_rise_time(eps, s, N, eta)
+    for a0 in [1e-2, 1e-3, 1e-4, 1e-6, 1e-8]:
+        esc = th.escape_time(a0, s, N, eta)
+        half = th.half_rise_time(a0, s, N, eta)
         r = np.abs(esc - half) / half
-        # leading difference: -(tau/2) ln(1 - s_inf eps)
-        np.testing.assert_allclose(esc - half, -0.5 * th.tau(s, eta) * np.log1p(-k * eps),
+        # leading difference: -(tau/2) ln(1 - s_inf a0)
+        np.testing.assert_allclose(esc - half, -0.5 * th.tau(s, eta) * np.log1p(-k * a0),
                                    rtol=1e-6)
         rel.append(r.max())
     assert all(b < a for a, b in zip(rel, rel[1:]))
@@ -550,8 +550,8 @@ def test_sgd_drift_of_the_conserved_quantity_is_exact_for_any_minibatch():
     (lambda: th.logistic_a([0.0, np.nan], 0.1, S4, 10, 1.0), "t"),
     (lambda: th.unbalanced_a([0.0, 1.0], 0.1, [1.0, 2.0], S4, 10, 1.0), "C"),
     (lambda: th.unbalanced_a([0.0, 1.0], np.inf, 0.0, S4, 10, 1.0), "a0"),
-    (lambda: th.escape_time(0.0, S4, 10, 1.0), "eps"),
-    (lambda: th.escape_time(1.0, S4, 10, 1.0), "eps"),
+    (lambda: th.escape_time(0.0, S4, 10, 1.0), "a0"),
+    (lambda: th.escape_time(1.0, S4, 10, 1.0), "a0"),
     (lambda: th.half_rise_time(1.0, S4, 10, 1.0), "a0"),
     (lambda: th.paper_loss(np.zeros(3), S4, 10), "a"),
     (lambda: th.paper_loss(np.full(4, np.nan), S4, 10), "a"),

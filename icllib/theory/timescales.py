@@ -219,19 +219,19 @@ def unbalanced_a(t, a0, C, s, N, eta, *, P=None, convention="steps"):
     return out
 
 
-def escape_time(eps, s, N, eta, *, P=None, convention="steps"):
-    r"""Escape time from a small balanced start ``a0 = eps`` (book chapter 4).
+def escape_time(a0, s, N, eta, *, P=None, convention="steps"):
+    r"""Escape time from a small balanced start ``a0`` (book chapter 4).
 
-    ``t*_a = (tau_a / 2) ln(1 / (s_inf_a eps)) = (tau_a/2) ln(a_inf / eps)``, the leading
-    small-``eps`` behaviour of :func:`half_rise_time` (their difference is
-    ``-(tau/2) ln(1 - s_inf eps) = O(tau s_inf eps)``).  It is an *escape* (transition) time,
+    ``t*_a = (tau_a / 2) ln(1 / (s_inf_a a0)) = (tau_a/2) ln(a_inf / a0)``, the leading
+    small-``a0`` behaviour of :func:`half_rise_time` (their difference is
+    ``-(tau/2) ln(1 - s_inf a0) = O(tau s_inf a0)``).  It is an *escape* (transition) time,
     not a convergence time, and it scales as ``1/eta`` (a circulating form
     ``1/2 eta P s^2 log(...)`` inverts the prefactor; book chapter 4, remark ``ch4-units``).
 
     Parameters
     ----------
-    eps : float or array_like, shape (d,)
-        Initial product, ``0 < eps < a_inf``.
+    a0 : float or array_like, shape (d,)
+        Initial product ``a_alpha(0)`` of a balanced start, ``0 < a0 < a_inf``.
     s, N, eta, P, convention
         As in :func:`logistic_a`.
 
@@ -241,11 +241,11 @@ def escape_time(eps, s, N, eta, *, P=None, convention="steps"):
         In SGD steps (or passes, with ``convention="passes"``).
     """
     s = check_spectrum("s", s)
-    eps = check_array("eps", eps)
+    a0 = check_array("a0", a0)
     k = s_inf(s, N)
-    if np.any(eps <= 0) or np.any(eps * k >= 1):
-        raise ValueError(f"eps must satisfy 0 < eps < a_inf = 1/s_inf = {1 / k}, got {eps}")
-    return 0.5 * tau(s, eta, P, convention) * np.log(1.0 / (k * eps))
+    if np.any(a0 <= 0) or np.any(a0 * k >= 1):
+        raise ValueError(f"a0 must satisfy 0 < a0 < a_inf = 1/s_inf = {1 / k}, got {a0}")
+    return 0.5 * tau(s, eta, P, convention) * np.log(1.0 / (k * a0))
 
 
 def half_rise_time(a0, s, N, eta, *, P=None, convention="steps"):
@@ -289,7 +289,7 @@ def plateau_length(p0, q0, s, N, eta, *, P=None, convention="steps"):
     ``t* = (tau/2) ln(4 / (s_inf (p0 + q0)^2))``
 
     (book chapter 4, exercise 'The plateau of any start').  For ``p0 = q0`` this is
-    :func:`escape_time` with ``eps = p0^2``; for ``q0 = 0`` it is
+    :func:`escape_time` with ``a0 = p0^2``; for ``q0 = 0`` it is
     ``(tau/2) ln(4 / (s_inf |C|))``, ``C = p0^2``.  Only ``(p0 + q0)^2`` matters, not the
     product ``p0 q0``.  The leading-order form: corrections are ``O(tau s_inf (p0^2 + q0^2))``.
 
