@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import check_array, check_int, check_real, check_time_grid
+from .validation import check_array, check_int, check_nonnegative, check_real, check_time_grid
 
-__all__ = ["effective_rank", "marginal_effective_rank", "subspace_distance", "first_crossing"]
+__all__ = ["effective_rank", "marginal_effective_rank", "subspace_distance", "first_crossing",
+           "half_way_time"]
 
 
 def _as_matrices(M, name):
@@ -260,3 +261,37 @@ def first_crossing(t, y, level, *, below=False, interpolate=True):
             frac = (L[k] - Y[i - 1, k]) / (Y[i, k] - Y[i - 1, k])
             out[k] = t[i - 1] + frac * (t[i] - t[i - 1])
     return float(out[0]) if single else out
+
+
+def half_way_time(t, y, *, min_change: float = 0.0) -> float:
+    r"""First sample time at which a curve is half as far from its last value as it started.
+
+    The first ``t_i`` with ``|y_i - y_T| <= |y_0 - y_T| / 2`` (book chapter 6, 'Three
+    metrics', and chapter 7, 'Factor levels').  For a monotone curve that is where it has
+    come half-way from its first to its last value; for a distance to the last checkpoint
+    (``y_T = 0``) it is where the distance has halved.  A curve that overshoots its end value
+    early does not count as half-way while it is further beyond the end value than half the
+    initial gap.  No interpolation: the half-times of chapters 6 and 7 are checkpoint steps.
+
+    Parameters
+    ----------
+    t : array_like, shape (T,)
+        Increasing sample times, ``T >= 2``.
+    y : array_like, shape (T,)
+        The curve.
+    min_change : float
+        ``>= 0``; ``nan`` is returned when ``|y_T - y_0| <= min_change`` (no signal).
+
+    Returns
+    -------
+    float
+    """
+    t = check_time_grid("t", t, strict=True)
+    y = check_array("y", y, shape=(t.size,))
+    min_change = check_nonnegative("min_change", min_change)
+    if t.size < 2:
+        raise ValueError(f"t and y must hold at least 2 samples, got {t.size}")
+    gap = np.abs(y - y[-1])
+    if not gap[0] > min_change:
+        return float("nan")
+    return float(first_crossing(t, gap, gap[0] / 2, below=True, interpolate=False))

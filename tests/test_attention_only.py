@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from icllib.exercises import check_induction_score  # noqa: E402
+from icllib.metrics import half_way_time  # noqa: E402
 from icllib.nonlinear.circuits import circuit_metrics  # noqa: E402
 from icllib.nonlinear.induction import (  # noqa: E402
     CIRCUIT_KINDS,
@@ -31,7 +32,6 @@ from icllib.nonlinear.induction import (  # noqa: E402
     experiment_settings,
     find_dip,
     find_local_dip,
-    half_time,
     head_scores,
     icl_emergence_window,
     induction_score,
@@ -388,8 +388,8 @@ def test_emergence_window_on_a_known_curve():
 def test_half_time_and_dip_on_known_curves():
     steps = np.arange(0, 1001, 50)
     sd = np.clip(1.0 - steps / 800, 0, None)                   # linear fall to 0 at 800
-    assert half_time(steps, sd) == 400
-    assert half_time(steps, 2.0 - sd) == 400                   # rising curves too
+    assert half_way_time(steps, sd) == 400
+    assert half_way_time(steps, 2.0 - sd) == 400                   # rising curves too
     w = icl_emergence_window(steps, np.where(steps < 500, 2.5, 0.1), upper=2.0)
     assert (w.start, w.end) == (500, 500)
     w = EmergenceWindow(True, 2.0, 0.7, 400, 500, 600)

@@ -392,17 +392,6 @@ def test_truncated_metrics_levels_on_known_matrices():
         truncated_metrics(stack, "full", d_head=5)
 
 
-def test_half_time_known_answers():
-    from icllib.nonlinear.grokking import half_time
-    steps = np.arange(0, 1000, 100)
-    d = np.linspace(0.9, 0.1, steps.size)               # half-way value 0.5 at step 450
-    assert half_time(steps, d) == 500.0                  # first checkpoint at or below it
-    assert np.isnan(half_time(steps, np.full(steps.size, 1e-9)))     # no signal
-    assert np.isnan(half_time(steps, d[::-1]))
-    with pytest.raises(ValueError, match="1-D"):
-        half_time(steps, d[:-1])
-
-
 def test_random_labels_are_a_fresh_uniform_draw():
     from icllib.nonlinear.grokking import with_random_labels
     data = modular_dataset(59, "add", 0.4, seed=0)

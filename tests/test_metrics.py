@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icllib.metrics import effective_rank, marginal_effective_rank, subspace_distance
+from icllib.metrics import effective_rank, half_way_time, marginal_effective_rank, subspace_distance
 
 # per-test settings (no global profile: other test files keep theirs)
 prop = settings(deadline=None, max_examples=60)
@@ -258,3 +258,18 @@ def test_first_crossing_interpolates_and_reports_never_and_start():
         first_crossing([0.0, 0.0], [1.0, 2.0], 1.5)
     with pytest.raises(ValueError, match="y must"):
         first_crossing(t, np.zeros(3), 1.0)
+
+
+def test_half_way_time_known_answers():
+    steps = np.arange(0, 1000, 100)
+    d = np.linspace(0.9, 0.1, steps.size)               # half-way value 0.5 at step 450
+    assert half_way_time(steps, d) == 500.0                  # first checkpoint at or below it
+    assert np.isnan(half_way_time(steps, np.full(steps.size, 1e-9), min_change=1e-4))
+    assert half_way_time(steps, d[::-1]) == 500.0     # rising curves too
+    with pytest.raises(ValueError, match="y must have shape"):
+        half_way_time(steps, d[:-1])
+    # an early overshoot beyond the end value does not count as half-way
+    overshoot = np.array([1.0, -0.8, -0.6, 0.6, 0.4, 0.2, 0.1, 0.05, 0.02, 0.0])
+    assert half_way_time(steps, overshoot) == 400.0
+    with pytest.raises(ValueError, match="min_change"):
+        half_way_time(steps, d, min_change=-1.0)

@@ -20,7 +20,6 @@ from .factors import (
     distance_key,
     factor_table,
     final_rank,
-    half_time,
     rotation_key,
     truncated_metrics,
 )
@@ -64,7 +63,7 @@ __all__ = [
     "OPERATIONS", "ModularDataset", "modular_dataset", "check_p", "check_op",
     "check_train_frac", "with_random_labels",
     "RANKS", "FINAL_RANK_RTOL", "FACTOR_MATRICES", "final_rank", "distance_key", "rotation_key",
-    "truncated_metrics", "half_time", "distance_events", "PLACES", "classify_half", "factor_table",
+    "truncated_metrics", "distance_events", "PLACES", "classify_half", "factor_table",
     "CIRCUIT_NAMES", "ModularTransformer",
     "GrokkingConfig", "quick_config", "full_config", "experiment_config", "experiment_seeds",
     "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun", "train_grokking", "train_grokking_seeds",

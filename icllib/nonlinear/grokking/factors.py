@@ -15,8 +15,8 @@ metrics') needs a truncation rank ``r`` for ``M(t)``.  Chapter 7 varies it over 
 
 and the OV and QK circuits are taken per head (then averaged over heads) or summed over heads
 (``"OV_sum"``, ``"QK_sum"``, :data:`FACTOR_MATRICES`).  The events read off a distance curve
-(:func:`half_time`, :func:`distance_events`) are compared with the test-accuracy steps
-``t50`` and ``t95`` as signed leads, not only against a threshold.
+(:func:`icllib.metrics.half_way_time`, :func:`distance_events`) are compared with the
+test-accuracy steps ``t50`` and ``t95`` as signed leads, not only against a threshold.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ...metrics import first_crossing, subspace_distance
+from ...metrics import first_crossing, half_way_time, subspace_distance
 from ...validation import check_choice, check_int
 from .analysis import settle_step
 from .model import CIRCUIT_NAMES
 
 __all__ = ["RANKS", "FINAL_RANK_RTOL", "NO_SIGNAL", "FACTOR_MATRICES", "float32_rtol", "final_rank",
-           "distance_key", "rotation_key", "truncated_metrics", "half_time", "distance_events",
+           "distance_key", "rotation_key", "truncated_metrics", "distance_events",
            "PLACES", "classify_half", "factor_table"]
 
 #: the truncation-rank levels (see the module docstring)
@@ -127,30 +127,13 @@ def _one_matrix(out, m, ref, k, rank, d_head, tol32, lag):
             out["rotation"][t, k] = subspace_distance(m[t], m[t + lag], rank=r, rtol=rtol)
 
 
-def half_time(steps, distance) -> float:
-    """First step at which ``distance`` has come half-way from its first to its last value.
-
-    ``distance`` is a curve to the last checkpoint (head-averaged if need be): the step is the
-    first checkpoint with ``D(t) <= (D(0) + D(T)) / 2`` (for a distance that ends at 0, where
-    it has halved).  NaN if the curve does not fall by more than :data:`NO_SIGNAL` (e.g. a
-    distance that is identically 0 up to rounding).
-    """
-    steps = np.asarray(steps)
-    d = np.asarray(distance, dtype=float)
-    if d.shape != steps.shape or d.ndim != 1:
-        raise ValueError(f"steps and distance must be 1-D of one length, got {steps.shape} "
-                         f"and {d.shape}")
-    if not d[0] - d[-1] > NO_SIGNAL:
-        return float("nan")
-    return float(first_crossing(steps, d, 0.5 * (d[0] + d[-1]), below=True, interpolate=False))
-
-
 def distance_events(summary, matrix: str, rank: str = "d_head", *,
                     threshold: float = 0.1) -> dict[str, float]:
     """Events of one matrix's head-averaged distance to the last checkpoint, and its leads.
 
     Returns ``t50``, ``t95`` (first evaluations with test accuracy >= 50 %, >= 95 %),
-    ``half`` (:func:`half_time`), ``settle`` (:func:`settle_step` at ``threshold``),
+    ``half`` (:func:`icllib.metrics.half_way_time` of a falling distance, NaN without a fall
+    above :data:`NO_SIGNAL`), ``settle`` (:func:`settle_step` at ``threshold``),
     ``lead_50 = t50 - half`` and ``lead_95 = t95 - half`` (positive: the distance halves
     before the accuracy event), ``rotation_peak`` (step of the most prominent bump of the
     rotation at this rank) and ``floor`` (the distance at the last checkpoint).
@@ -164,7 +147,8 @@ def distance_events(summary, matrix: str, rank: str = "d_head", *,
     ev, te = summary["eval_steps"], summary["test_acc"]
     t50 = first_crossing(ev, te, 0.5, interpolate=False)
     t95 = first_crossing(ev, te, 0.95, interpolate=False)
-    half = half_time(ck, d)
+    # a distance that does not fall (by more than rounding) has no half-time
+    half = half_way_time(ck, d, min_change=NO_SIGNAL) if d[0] > d[-1] else float("nan")
     peak, _ = rotation_peak(ck, np.asarray(summary[rotation_key(matrix, rank)]).mean(axis=1))
     return {"t50": t50, "t95": t95, "half": half, "settle": settle_step(ck, d, threshold),
             "lead_50": t50 - half, "lead_95": t95 - half, "rotation_peak": peak,

@@ -4,8 +4,7 @@
   :func:`duplicate_token_score`, :func:`induction_score` (Olsson et al. 2022), all per head
   (:func:`head_scores`), and which circuit a trained model built (:func:`circuit_kind`).
 * The chapter's explicit criteria: the ICL-emergence window of a run's ICL loss
-  (:func:`icl_emergence_window`), the half-time of a metric (:func:`half_time`) and whether a
-  metric dips inside the window (:func:`find_dip`).
+  (:func:`icl_emergence_window`) and whether a metric dips inside the window (:func:`find_dip`).
 """
 
 from __future__ import annotations
@@ -16,11 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ...metrics import first_crossing
-
 __all__ = ["previous_token_score", "duplicate_token_score", "induction_score", "head_scores",
            "HEAD_SCORE_LEVEL", "CIRCUIT_KINDS", "circuit_kind", "ICL_SUCCESS_LOSS",
-           "EmergenceWindow", "icl_emergence_window", "half_time", "Dip", "find_dip"]
+           "EmergenceWindow", "icl_emergence_window", "Dip", "find_dip"]
 
 
 def _check_patterns(attn):
@@ -256,22 +253,6 @@ def icl_emergence_window(steps, icl_loss, upper: float, lower: float = ICL_SUCCE
     i_mid = i_start + int(np.argmax(loss[i_start:i_end + 1] <= (upper + lower) / 2))
     return EmergenceWindow(True, upper, lower, int(steps[i_start]), int(steps[i_mid]),
                            int(steps[i_end]))
-
-
-def half_time(steps, values) -> int:
-    """First checkpoint at which ``values`` has covered half of its change from start to end.
-
-    That is the first ``t`` with ``|v(t) - v(T)| <= |v(0) - v(T)| / 2``.  For a subspace
-    distance to the final matrix (``v(T) = 0``) it is the first time the distance is half
-    its initial value.
-    """
-    steps = np.asarray(steps)
-    v = np.asarray(values, dtype=float)
-    if v.shape != steps.shape or v.ndim != 1 or v.size < 2:
-        raise ValueError(f"steps and values must be 1-D of the same length >= 2, got "
-                         f"{steps.shape} and {v.shape}")
-    gap = np.abs(v - v[-1])
-    return int(first_crossing(steps, gap, gap[0] / 2, below=True, interpolate=False))
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import half_way_time
 from ...validation import check_choice, check_int, check_real
-from .analysis import Dip, EmergenceWindow, find_dip, half_time
+from .analysis import Dip, EmergenceWindow, find_dip
 
 __all__ = ["VIEWS", "LAYERS", "DIP_TESTS", "find_local_dip", "helper_head", "circuit_curve",
            "dip_test", "distance_lead"]
@@ -114,7 +115,11 @@ def distance_lead(run, view: str, layer: str) -> int:
     """Half-time of the QK subspace distance to the final circuit minus the window start.
 
     Negative: the distance has covered half its way before the ICL loss leaves its plateau
-    (:func:`~.analysis.half_time`; per-layer views are truncated to ``d_head``).
+    (:func:`icllib.metrics.half_way_time`; per-layer views are truncated to ``d_head``).
     """
     v = circuit_curve(run, view, layer, "subspace_distance")
-    return half_time(run.steps, v) - run.window.start
+    half = half_way_time(run.steps, v)
+    if np.isnan(half):
+        raise ValueError(f"the {view} QK subspace distance of the {layer} does not change: "
+                         "it has no half-time")
+    return int(half) - run.window.start
