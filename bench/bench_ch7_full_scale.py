@@ -35,7 +35,8 @@ of metrics (5.2 s x (128/64)^3 per run, 15 runs on 16 cores): **about 5 minutes,
 Unbatched, the same plan is launch-bound at 2.2 ms per step and needs 13.8 minutes: batching
 the seeds is what makes it fit.  Both bounds are pessimistic (10 % of FP32 peak, 10 us per
 launch); the estimate is to be replaced by a measurement on the GPU.  Chapter 6's full plan
-(80 runs, ``icllib.nonlinear.induction``) is sized by its own helper and not included here.
+(30 runs, ``icllib.nonlinear.induction``) is sized by ``bench/bench_ch6_full_scale.py``: 2.9
+minutes by the same bounds, 7.9 minutes for both chapters.
 """
 
 from __future__ import annotations

@@ -12,6 +12,13 @@ seed, attention initialisation (``--init-stds``) and positional embedding
     python scripts/make_ch6_runs.py --depths 2 --seeds 0 --init-stds 0.1 --positionals learned
     python scripts/make_ch6_runs.py --demo               # the chapter's short live run
     python scripts/make_ch6_runs.py --scale full --device cuda   # paper scale, on a GPU
+    python scripts/make_ch6_runs.py --scale full --device cuda --batched
+
+``--batched`` trains the seeds of each (depth, positional, init_std) group as one vmapped
+model (``icllib.nonlinear.induction.train_attention_only_seeds``; for a GPU: with it the full
+plan fits a few minutes of one H200, ``bench/bench_ch6_full_scale.py``), deepest group first,
+and summarises each group's runs in worker processes while the next group trains; the files
+are the same (their command ends in ``--batched``).
 
 ``--scale`` defaults to ``ICLLIB_SCALE`` (quick when unset), as for every experiment of the
 book.  Quick-scale runs are made on CPU with one thread and deterministic algorithms, so the
@@ -23,8 +30,11 @@ are overwritten.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import torch
@@ -41,9 +51,13 @@ from icllib.nonlinear.induction import (  # noqa: E402
     MAX_LAYERS,
     POSITIONAL_KINDS,
     experiment_seeds,
+    experiment_settings,
     make_run,
+    run_command,
     run_file_name,
     shipped_grid,
+    summarize_run,
+    train_attention_only_seeds,
 )
 from icllib.nonlinear.runs import data_dir, save_run  # noqa: E402
 from icllib.scale import SCALES, current_scale  # noqa: E402
@@ -65,7 +79,12 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=None, help="default: book/data/ch6/<scale>")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--batched", action="store_true",
+                    help="train the seeds of each setting and depth as one vmapped model "
+                         "(for a GPU; bench/bench_ch6_full_scale.py)")
     args = ap.parse_args(argv)
+    if args.batched and args.demo:
+        ap.error("--batched makes the chapter's runs, not the demo")
     args.scale = args.scale or current_scale()
 
     grid_args = (args.depths, args.seeds, args.init_stds, args.positionals)
@@ -93,19 +112,65 @@ def main(argv=None):
         jobs = [(DEFAULT_POSITIONAL, DEFAULT_INIT_STD, L, s)
                 for L in args.depths for s in args.seeds]
     t_all = time.perf_counter()
+    if args.batched:
+        batched(jobs, args, out)
+        print(f"total {time.perf_counter() - t_all:.1f} s")
+        return
     for positional, init_std, L, s in jobs:
         factors = dict(init_std=init_std, positional=positional)
         summary = make_run(L, s, args.scale, demo=args.demo, device=args.device,
                            progress=not args.no_progress, **factors)
         path = out / run_file_name(L, s, "demo" if args.demo else "run", **factors)
         save_run(summary, path)
-        w = summary.window
-        print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
-              f"{summary.meta['seconds']:.1f} s, "
-              f"{summary.meta['steps_per_second']:.0f} steps/s, "
-              f"final ICL loss {summary.icl_loss[-1]:.3f}, window "
-              f"{(w.start, w.mid, w.end) if w.emerged else 'none'}", flush=True)
+        report(summary, path)
     print(f"total {time.perf_counter() - t_all:.1f} s")
+
+
+def report(summary, path):
+    w = summary.window
+    print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
+          f"{summary.meta['seconds']:.1f} s, "
+          f"{summary.meta['steps_per_second']:.0f} steps/s, "
+          f"final ICL loss {summary.icl_loss[-1]:.3f}, window "
+          f"{(w.start, w.mid, w.end) if w.emerged else 'none'}", flush=True)
+
+
+def _summarize_and_save(run, command, scale, path):
+    torch.set_num_threads(1)
+    summary = summarize_run(run, command=command, scale=scale)
+    save_run(summary, path)
+    return summary
+
+
+def batched(jobs, args, out):
+    """Each (positional, init_std, depth) group's seeds as one batched model, deepest first;
+    the runs are summarised in worker processes while the next group trains."""
+    groups = {}
+    for positional, init_std, L, s in jobs:
+        groups.setdefault((L, positional, init_std), []).append(s)
+    order = sorted(groups, key=lambda g: -g[0])
+    pending = []
+    workers = max(1, (os.cpu_count() or 2) - 1)
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        for L, positional, init_std in order:
+            seeds = groups[(L, positional, init_std)]
+            factors = dict(init_std=init_std, positional=positional)
+            task, model, train = experiment_settings(L, args.scale, **factors)
+            t1 = time.perf_counter()
+            runs = train_attention_only_seeds(
+                model, task, train, seeds, device=args.device, progress=not args.no_progress,
+                num_threads=1 if args.device == "cpu" else None)
+            print(f"{L} layer(s), {positional}, init {init_std:g}, seeds {seeds}: "
+                  f"{time.perf_counter() - t1:.1f} s (batched)", flush=True)
+            for run in runs:
+                command = run_command(L, run.seed, args.scale, device=args.device,
+                                      **factors) + " --batched"
+                path = out / run_file_name(L, run.seed, **factors)
+                pending.append((pool.submit(_summarize_and_save, run, command, args.scale,
+                                            path), path))
+            del runs
+        for future, path in pending:
+            report(future.result(), path)
 
 
 if __name__ == "__main__":

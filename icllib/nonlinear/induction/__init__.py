@@ -3,7 +3,8 @@
 Modules: :mod:`.task` (the periodic sequences), :mod:`.model` (the transformer and its QK/OV
 circuits), :mod:`.training` (Adam, checkpoints, the chapter's settings), :mod:`.analysis`
 (head scores, emergence window, dips), :mod:`.factors` (the claims' tests as functions of
-view, layer and dip test), :mod:`.runs` (the shipped run files).  Everything is
+view, layer and dip test), :mod:`.runs` (the shipped run files), :mod:`.seeds` (several seeds
+trained as one batched model, for a GPU).  Everything is
 re-exported here: ``from icllib.nonlinear.induction import make_run``.
 """
 
@@ -45,11 +46,13 @@ from .runs import (
     load_grid,
     load_runs,
     make_run,
+    make_runs_batched,
     run_command,
     run_file_name,
     shipped_grid,
     summarize_run,
 )
+from .seeds import head_score_masks, head_scores_on_device, train_attention_only_seeds
 from .task import InductionTask
 from .training import (
     DEFAULT_INIT_STD,
@@ -79,5 +82,6 @@ __all__ = [
     "VIEWS", "LAYERS", "DIP_TESTS", "find_local_dip", "helper_head", "circuit_curve",
     "dip_test", "distance_lead",
     "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
-    "run_command", "make_run", "load_runs", "shipped_grid", "load_grid",
+    "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid",
+    "train_attention_only_seeds", "head_score_masks", "head_scores_on_device",
 ]

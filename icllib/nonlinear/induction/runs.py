@@ -4,7 +4,8 @@ A run is reduced to its curves, head scores and circuit metrics (:func:`summariz
 stored in the one run-file format of :mod:`icllib.nonlinear.runs`, as
 ``book/data/ch6/<scale>/run_L{n_layers}_{positional}_std{init_std}_seed{seed}.npz``
 (:func:`run_file_name`; the live demo: prefix ``demo``); ``scripts/make_ch6_runs.py`` makes
-them (:func:`make_run`).
+them (:func:`make_run`; with ``--batched`` the seeds of one setting together,
+:func:`make_runs_batched`).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from .training import (
     DEFAULT_POSITIONAL,
     AttentionOnlyRun,
     demo_settings,
+    experiment_seeds,
     experiment_settings,
     train_attention_only,
 )
 
 __all__ = ["CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
-           "run_command", "make_run", "load_runs", "shipped_grid", "load_grid"]
+           "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid"]
 
 CHAPTER = "ch6"
 
@@ -164,6 +166,28 @@ def make_run(n_layers: int, seed: int, scale: str | None = None, *, demo: bool =
                                                   **factors), scale=scale)
 
 
+def make_runs_batched(n_layers: int, seeds, scale: str | None = None, *, device: str = "cpu",
+                      progress: bool = True, init_std: float = DEFAULT_INIT_STD,
+                      positional: str = DEFAULT_POSITIONAL) -> list[InductionRunSummary]:
+    """:func:`make_run` for several seeds of one setting at once, trained as one batched model
+    (:func:`~icllib.nonlinear.induction.seeds.train_attention_only_seeds`; for a GPU).
+
+    The summaries are those of :func:`make_run` (same format, same file names); each records
+    its single-run command with ``--batched`` appended.  One torch thread on the CPU.
+    """
+    from .seeds import train_attention_only_seeds
+
+    scale = current_scale() if scale is None else scale
+    factors = dict(init_std=init_std, positional=positional)
+    task, model, train = experiment_settings(n_layers, scale, **factors)
+    runs = train_attention_only_seeds(model, task, train, seeds, device=device,
+                                      progress=progress,
+                                      num_threads=1 if str(device) == "cpu" else None)
+    return [summarize_run(run, command=run_command(n_layers, run.seed, scale, device=device,
+                                                   **factors) + " --batched", scale=scale)
+            for run in runs]
+
+
 def load_runs(depths, seeds, *, scale: str | None = None, prefix: str = "run",
               directory=None, init_std: float = DEFAULT_INIT_STD,
               positional: str = DEFAULT_POSITIONAL
@@ -194,8 +218,11 @@ def shipped_grid(scale: str | None = None) -> dict[tuple[str, float], dict[int, 
 
     Quick scale: the reference setting (learned positions, ``init_std`` 0.1) at depths 1-2
     with 5 seeds and 3-4 with 3 seeds; the three other settings of the factors at depths 2-3
-    with 3 seeds each (34 runs, about 10 minutes of CPU time on one core).  Full scale: every
-    setting at depths 1-4 with 5 seeds (80 runs, for a GPU).
+    with 3 seeds each (34 runs, about 10 minutes of CPU time on one core).  Full scale: the
+    same cells with 3 seeds each (30 runs, 10 groups of 3 seeds trained as one batched model
+    each, ``scripts/make_ch6_runs.py --batched``; every setting at depths 1-4 with 5 seeds and
+    20 000 steps would need about 27 minutes of one H200, this plan at 5000 steps about 3,
+    ``bench/bench_ch6_full_scale.py``).
     """
     from ...scale import pick
 
@@ -204,7 +231,9 @@ def shipped_grid(scale: str | None = None) -> dict[tuple[str, float], dict[int, 
     settings = [(p, s) for p in ("learned", "sinusoidal") for s in (0.1, 1.0)]
     quick = {key: ({1: five, 2: five, 3: three, 4: three} if key == ref else
                    {2: three, 3: three}) for key in settings}
-    full = {key: {L: five for L in (1, 2, 3, 4)} for key in settings}
+    seeds = experiment_seeds("full")
+    full = {key: {L: seeds for L in ((1, 2, 3, 4) if key == ref else (2, 3))}
+            for key in settings}
     return pick(quick=quick, full=full, scale=scale)
 
 
