@@ -178,11 +178,18 @@ def _move_a_control_and_see_the_figure_redraw(page):
         page.keyboard.press("ArrowRight")
     else:
         select = cell.locator(".widget-dropdown select").first
-        options = select.locator("option").all_inner_texts()
-        select.select_option(label=next(o for o in options if o != select.input_value()))
+        # by index: ipywidgets shows labels with non-breaking spaces, so a label never
+        # equals the option's value and a choice by label could pick the current option
+        current = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=(current + 1) % select.locator("option").count())
     deadline = time.monotonic() + REDRAW_TIMEOUT_S
     while _figure_src(cell) in (before, None):
-        assert time.monotonic() < deadline, "moving the control did not redraw the figure"
+        if time.monotonic() >= deadline:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            cell.screenshot(path=str(SHOTS / "jupyterlab-redraw-failed.png"))
+            text = cell.locator(".jp-OutputArea").first.inner_text()[-2000:]
+            raise AssertionError("moving the control did not redraw the figure; the cell's "
+                                 f"output reads: {text!r}")
         page.wait_for_timeout(250)
 
 

@@ -41,10 +41,10 @@ from .training import (
     EVAL_SEED,
     AttentionOnlyRun,
     TrainConfig,
-    _check_configs,
-    _token_losses,
+    check_configs,
     checkpoint_steps,
     sequence_losses,
+    token_losses,
 )
 
 __all__ = ["head_score_masks", "head_scores_on_device", "train_attention_only_seeds"]
@@ -127,7 +127,7 @@ def train_attention_only_seeds(model_config: AttentionOnlyConfig, task: Inductio
     list of AttentionOnlyRun
         One per seed, in order; ``seconds`` is the shared wall time of the batch.
     """
-    _check_configs(model_config, task, train_config)
+    check_configs(model_config, task, train_config)
     seeds = [check_int("seed", s, 0) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be a non-empty sequence of distinct integers, got {seeds}")
@@ -146,7 +146,7 @@ def train_attention_only_seeds(model_config: AttentionOnlyConfig, task: Inductio
         opt = torch.optim.Adam(batched.params.values(), lr=tc.lr)
 
         def seed_loss(logits, tokens):
-            return _token_losses(logits, tokens).mean()
+            return token_losses(logits, tokens).mean()
 
         vloss = torch.vmap(seed_loss)
         ck = checkpoint_steps(tc.steps, tc.n_checkpoints)

@@ -30,12 +30,13 @@ from .analysis import head_scores
 from .model import MAX_LAYERS, AttentionOnlyConfig, AttentionOnlyTransformer
 from .task import InductionTask
 
-__all__ = ["sequence_losses", "TrainConfig", "EVAL_SEED", "AttentionOnlyRun", "checkpoint_steps",
+__all__ = ["token_losses", "sequence_losses", "TrainConfig", "EVAL_SEED", "AttentionOnlyRun",
+           "checkpoint_steps", "check_configs",
            "train_attention_only", "experiment_settings", "experiment_seeds", "demo_settings",
            "INIT_STDS", "DEFAULT_INIT_STD", "DEFAULT_POSITIONAL"]
 
 
-def _token_losses(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+def token_losses(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy (nats) per position, shape (batch, seq_len - 1)."""
     V = logits.shape[-1]
     return nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V), tokens[:, 1:].reshape(-1),
@@ -48,7 +49,7 @@ def sequence_losses(logits: torch.Tensor, tokens: torch.Tensor, icl_mask: torch.
     The ICL loss averages over the targets that the context determines (``icl_mask``);
     the first-period loss over the others (fresh tokens).
     """
-    ce = _token_losses(logits, tokens)
+    ce = token_losses(logits, tokens)
     m = icl_mask.to(ce.dtype)
     icl = (ce * m).sum() / m.sum()
     first = (ce * (1 - m)).sum() / (1 - m).sum()
@@ -152,7 +153,8 @@ def checkpoint_steps(steps: int, n_checkpoints: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, steps, n_checkpoints)).astype(int))
 
 
-def _check_configs(model_config, task, train_config):
+def check_configs(model_config, task, train_config):
+    """The three configurations of a run, and that they fit together (vocabulary, length)."""
     check_instance("model_config", model_config, AttentionOnlyConfig, "an AttentionOnlyConfig")
     check_instance("task", task, InductionTask, "an InductionTask")
     check_instance("train_config", train_config, TrainConfig)
@@ -192,7 +194,7 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
     -------
     AttentionOnlyRun
     """
-    _check_configs(model_config, task, train_config)
+    check_configs(model_config, task, train_config)
     seed = check_int("seed", seed, 0)
     dev = resolve_device(device)
 
@@ -236,7 +238,7 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
     for step in bar:
         tokens, _ = task.sample(train_config.batch_size, g_data)
         tokens = tokens.to(dev)
-        loss = _token_losses(model(tokens), tokens).mean()
+        loss = token_losses(model(tokens), tokens).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
