@@ -28,30 +28,30 @@ The script prints steps/s for each size and the ratio icllib / (faster PyTorch v
 noisy (PyTorch's thread pool suffers most from competing processes), so look at the spread
 printed in brackets (worst run) and rerun on a quiet machine before quoting them.
 
-Measured on the shared 2-core machine (load average 12: other jobs held both cores, so
-absolute rates are low and noisy; ratios are within one run, runs interleaved), 2026-12-01,
-``--dtype float32 --torch-threads 1 --repeats 3``: steps/s, best of 3, and the ratios
-icllib / faster PyTorch variant for ``sampler="actions"`` and for the default "statistics":
+Measured on the 2-core machine, 2026-12-02, one run (load average 2.1 at the start: the tail
+of a test run), every PyTorch variant in the same run (``--torch-configs`` default: float32 x 1
+thread and float64 x 2 threads, each in both orders); steps/s, best of 3, and icllib / the
+fastest PyTorch variant for ``sampler="actions"`` and for the default ``"statistics"``:
 
-     d    N     B  actions  statistics   torch  ratio  stat.
-     4   10   256   2494.9      2597.5   815.4    3.1    3.2
-     4   10  4096    369.2       373.4    87.1    4.2    4.3
-     4  100   256   2237.9      2040.6   213.0   10.5    9.6
-     4  100  4096    350.1       270.2     7.2   48.7   37.6
-     8   10   256   1494.0      1309.5   464.2    3.2    2.8
-     8   10  4096    176.9       115.7    47.6    3.7    2.4
-     8  100   256   2072.8      1396.6   163.3   12.7    8.6
-     8  100  4096    261.5       165.0     5.9   44.2   27.9
-    16   10   256   1283.4       883.1   342.1    3.8    2.6
-    16   10  4096     86.7        46.2    26.0    3.3    1.8
-    16  100   256   1167.2       562.3    54.3   21.5   10.4
-    16  100  4096     97.9        35.7     1.8   54.0   19.7
+     d    N     B  actions  statistics  fastest torch        ratio  stat.
+     4   10   256   2025.2      2055.1   797.8 mv 32/1t        2.5    2.6
+     4   10  4096    419.2       418.0   136.2 mv 32/1t        3.1    3.1
+     4  100   256   2157.5      2032.6   341.8 gamma 32/1t     6.3    5.9
+     4  100  4096    520.8       472.5    26.6 gamma 32/1t    19.6   17.7
+     8   10   256   1772.6      1555.0   672.2 mv 32/1t        2.6    2.3
+     8   10  4096    235.3       160.6    78.0 mv 32/1t        3.0    2.1
+     8  100   256   2010.0      1588.4   196.6 gamma 32/1t    10.2    8.1
+     8  100  4096    229.7       150.0     9.1 gamma 32/1t    25.3   16.5
+    16   10   256   1209.3       864.5   398.2 mv 32/1t        3.0    2.2
+    16   10  4096    107.5        58.8    34.8 mv 32/1t        3.1    1.7
+    16  100   256   1257.6       737.5    84.4 mv 32/1t       14.9    8.7
+    16  100  4096    108.5        48.1     3.2 mv 32/1t       33.8   15.0
 
-``sampler="actions"``: min 3.1x, median 7.4x, max 54x (a second run: min 3.4x, median
-7.1x); the default "statistics": min 1.8x (d = 16, N = 10, B = 4096), median 6.4x.  At
-d = 16, N = 10 the Bartlett factor needs 110 normals and 10 chi-squares per prompt (the
-statistic of rank 10 in 16 dimensions) and four passes over a 5 MB factor per step; the
-actions need 32 normals and 2 chi-squares, and PyTorch draws 160 normals for the tokens.
+``sampler="actions"``: min 2.5x, median 4.7x, max 34x; the default "statistics": min 1.7x
+(d = 16, N = 10, B = 4096), median 4.5x.  float32 single-thread PyTorch was the fastest variant
+at every size.  At d = 16, N = 10 the Bartlett factor needs 110 normals and 10 chi-squares per
+prompt (the statistic of rank 10 in 16 dimensions) and four passes over a 5 MB factor per step;
+the actions need 32 normals and 2 chi-squares, and PyTorch draws 160 normals for the tokens.
 At d = 4, N = 10 the two icllib samplers draw about as many numbers and run equally fast.
 """
 
