@@ -98,7 +98,7 @@ from icllib.nonlinear.induction import (
     train_attention_only,
     train_attention_only_seeds,
 )
-from icllib.nonlinear.induction.training import _token_losses
+from icllib.nonlinear.induction.training import token_losses
 
 H200_FP32_FLOPS = 60e12          # non-tensor-core FP32, order of magnitude
 EFFICIENCY = 0.10
@@ -158,13 +158,13 @@ def kernels_per_step(mc, task, S=None) -> int:
         loss_log = torch.empty(4)
 
         def loss_fn(tokens):
-            return _token_losses(model(tokens), tokens).mean()
+            return token_losses(model(tokens), tokens).mean()
     else:
         batched = BatchedSeeds([AttentionOnlyTransformer(mc, torch.Generator().manual_seed(s))
                                 for s in range(S)])
         params = list(batched.params.values())
         loss_log = torch.empty(4, S)
-        vloss = torch.vmap(lambda logits, tok: _token_losses(logits, tok).mean())
+        vloss = torch.vmap(lambda logits, tok: token_losses(logits, tok).mean())
 
         def loss_fn(tokens):
             return vloss(batched(tokens), tokens)
