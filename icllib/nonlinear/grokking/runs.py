@@ -24,8 +24,8 @@ from .analysis import embedding_fourier_power
 from .factors import FINAL_RANK_RTOL, distance_key, rotation_key, truncated_metrics
 from .training import (
     GrokkingRun,
-    experiment_config,
     experiment_plan,
+    experiment_settings,
     train_grokking,
 )
 
@@ -146,8 +146,8 @@ def make_run(weight_decay: float, seed: int, scale: str | None = None, *,
     """
     scale = current_scale() if scale is None else scale
     extra = {} if n_steps is None else {"n_steps": check_int("n_steps", n_steps, 1)}
-    config = experiment_config(scale, seed=seed, weight_decay=weight_decay,
-                               random_labels=bool(random_labels), **extra)
+    config = experiment_settings(scale, seed=seed, weight_decay=weight_decay,
+                                 random_labels=bool(random_labels), **extra)
     T, every = config.n_steps, config.checkpoint_every
     reference_steps = sorted({int(round(0.8 * T / every)) * every, T})
     run = train_grokking(config, progress=progress,
@@ -167,8 +167,8 @@ def make_runs_batched(weight_decay: float, seeds, scale: str | None = None, *,
 
     scale = current_scale() if scale is None else scale
     extra = {} if n_steps is None else {"n_steps": check_int("n_steps", n_steps, 1)}
-    configs = [experiment_config(scale, seed=int(s), weight_decay=weight_decay,
-                                 random_labels=bool(random_labels), **extra) for s in seeds]
+    configs = [experiment_settings(scale, seed=int(s), weight_decay=weight_decay,
+                                   random_labels=bool(random_labels), **extra) for s in seeds]
     T, every = configs[0].n_steps, configs[0].checkpoint_every
     reference_steps = sorted({int(round(0.8 * T / every)) * every, T})
     runs = train_grokking_seeds(configs, device=device,

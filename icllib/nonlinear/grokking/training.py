@@ -3,7 +3,7 @@
 Full-batch AdamW with weight decay on the training pairs (:func:`train_grokking`), recording
 losses, accuracies and the parameter norm every ``eval_every`` steps and the matrices of
 :data:`~icllib.nonlinear.grokking.model.CIRCUIT_NAMES` every ``checkpoint_every`` steps.  The
-chapter's sizes are read through :func:`icllib.scale.pick` (:func:`experiment_config`):
+chapter's sizes are read through :func:`icllib.scale.pick` (:func:`experiment_settings`):
 ``quick`` is the book's CPU setting (:func:`quick_config`), ``full`` the reference setting
 of Nanda et al. (2023) (:func:`full_config`), for a GPU.
 """
@@ -25,7 +25,7 @@ from ..device import deterministic
 from .model import CIRCUIT_NAMES, ModularTransformer
 from .task import check_op, check_p, check_train_frac, modular_dataset, with_random_labels
 
-__all__ = ["GrokkingConfig", "quick_config", "full_config", "experiment_config",
+__all__ = ["GrokkingConfig", "quick_config", "full_config", "experiment_settings",
            "experiment_seeds", "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun",
            "CURVE_NAMES", "grokking_loss", "train_grokking"]
 
@@ -110,10 +110,13 @@ def full_config(**overrides) -> GrokkingConfig:
     return replace(base, **overrides)
 
 
-def experiment_config(scale: str | None = None, **overrides) -> GrokkingConfig:
+def experiment_settings(scale: str | None = None, **overrides) -> GrokkingConfig:
     """The chapter's setting at ``scale`` (default: ``ICLLIB_SCALE``), with ``overrides``.
 
-    :func:`quick_config` or :func:`full_config`, chosen by :func:`icllib.scale.pick`.
+    :func:`quick_config` or :func:`full_config`, chosen by :func:`icllib.scale.pick`.  The
+    same verb as chapter 6's
+    :func:`~icllib.nonlinear.induction.training.experiment_settings` (which returns a
+    task, an architecture and an optimiser; here one :class:`GrokkingConfig` holds all three).
     """
     return pick(quick=quick_config, full=full_config, scale=scale)(**overrides)
 
