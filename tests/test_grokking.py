@@ -392,6 +392,43 @@ def test_truncated_metrics_levels_on_known_matrices():
         truncated_metrics(stack, "full", d_head=5)
 
 
+def test_truncated_metrics_is_circuit_metrics_at_each_levels_rank_and_cut():
+    """One metric path: at every level, every head's distance and rotation are
+    circuit_metrics (and icllib.metrics.subspace_distance) with the level's r and cut-off,
+    to the last bit, for a stack whose heads have different "final" ranks."""
+    from icllib.metrics import subspace_distance
+    from icllib.nonlinear.circuits import circuit_metrics
+    from icllib.nonlinear.grokking import truncated_metrics
+    from icllib.nonlinear.grokking.factors import float32_rtol
+    rng = np.random.default_rng(2)
+    T, m, n = 5, 8, 6
+
+    def rank_r(r):            # singular values 1 .. 0.5: rank r at the 1 % "final" cut
+        U = np.linalg.qr(rng.standard_normal((m, r)))[0]
+        V = np.linalg.qr(rng.standard_normal((n, r)))[0]
+        return U @ np.diag(np.linspace(1.0, 0.5, r)) @ V.T
+
+    heads = [np.stack([rank_r(r) for _ in range(T)]) for r in (1, 3, 3, 6)]
+    stack = np.stack(heads, axis=1).astype(np.float32)              # (T, 4, m, n)
+    tol32 = float32_rtol(stack.shape)
+    for level, d_head in (("final", 2), ("d_head", 2), ("none", 2), ("final", 5)):
+        out = truncated_metrics(stack, level, d_head, reference=1, lag=2)
+        if level == "final":
+            assert out["rank"].tolist() == [1, 3, 3, 6]
+        for k in range(stack.shape[1]):
+            r = {"final": int(out["rank"][k]), "d_head": d_head, "none": None}[level]
+            rtol = None if level == "d_head" else tol32
+            M = stack[:, k].astype(np.float64)
+            ref = circuit_metrics(M[:, None], rank=r, reference=1, lag=2, rtol=rtol)
+            np.testing.assert_array_equal(out["distance"][:, k], ref["subspace_distance"][:, 0])
+            np.testing.assert_array_equal(out["rotation"][:, k], ref["rotation"][:, 0])
+            np.testing.assert_array_equal(out["distance"][:, k],
+                                          subspace_distance(M, M[1], rank=r, rtol=rtol))
+            np.testing.assert_array_equal(
+                out["rotation"][:-2, k],
+                [subspace_distance(M[t], M[t + 2], rank=r, rtol=rtol) for t in range(T - 2)])
+
+
 def test_random_labels_are_a_fresh_uniform_draw():
     from icllib.nonlinear.grokking import with_random_labels
     data = modular_dataset(59, "add", 0.4, seed=0)

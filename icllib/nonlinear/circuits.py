@@ -46,7 +46,7 @@ def parameter_norm(module) -> float:
 
 
 def circuit_metrics(stack, *, rank: int | None = None, reference: int = -1, ks=(),
-                    lag: int | None = None) -> dict[str, np.ndarray]:
+                    lag: int | None = None, rtol: float | None = None) -> dict[str, np.ndarray]:
     r"""Effective rank, norm and subspace distances of a stack of checkpointed matrices.
 
     For every checkpoint ``t`` and every matrix ``M`` of the stack (e.g. every layer and head
@@ -62,7 +62,8 @@ def circuit_metrics(stack, *, rank: int | None = None, reference: int = -1, ks=(
     * ``"rotation"`` (only when ``lag`` is given): ``dist(M(t), M(t + lag))``, how fast the
       subspace still turns (``NaN`` for the last ``lag`` checkpoints).
 
-    The matrices are taken in float64, so the rank cut-off is float64's.
+    The matrices are taken in float64, so the rank cut-off is float64's unless ``rtol`` is
+    given.
 
     Parameters
     ----------
@@ -79,6 +80,11 @@ def circuit_metrics(stack, *, rank: int | None = None, reference: int = -1, ks=(
         Leading singular values removed by the marginal effective rank, each ``>= 1``.
     lag : int, optional
         Checkpoint lag of the rotation, ``>= 1``.
+    rtol : float, optional
+        Relative cut-off of ``M(t)`` in the distances and the rotation: singular values
+        ``<= rtol * sigma_1(M(t))`` never count (:func:`icllib.metrics.subspace_distance`);
+        ``None``: float64's.  Chapter 7's truncation-rank levels
+        (:func:`icllib.nonlinear.grokking.factors.truncated_metrics`) use float32's.
 
     Returns
     -------
@@ -114,10 +120,12 @@ def circuit_metrics(stack, *, rank: int | None = None, reference: int = -1, ks=(
         for j in range(K):
             m = flat[:, j]
             out["effective_rank"][:, j] = effective_rank(m)
-            out["subspace_distance"][:, j] = subspace_distance(m, m[reference], rank=r)
+            out["subspace_distance"][:, j] = subspace_distance(m, m[reference], rank=r,
+                                                               rtol=rtol)
             for i, k in enumerate(ks):
                 out["marginal_effective_rank"][:, j, i] = marginal_effective_rank(m, k)
             if lag is not None:
                 for t in range(T - lag):
-                    out["rotation"][t, j] = subspace_distance(m[t], m[t + lag], rank=r)
+                    out["rotation"][t, j] = subspace_distance(m[t], m[t + lag], rank=r,
+                                                              rtol=rtol)
     return {name: v.reshape(T, *lead, *v.shape[2:]) for name, v in out.items()}

@@ -22,10 +22,10 @@ test-accuracy steps ``t50`` and ``t95`` as signed leads, not only against a thre
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from ...metrics import first_crossing, half_way_time, subspace_distance
+from ...metrics import first_crossing, half_way_time
 from ...validation import check_choice, check_int
+from ..circuits import circuit_metrics
 from .analysis import settle_step
 from .model import CIRCUIT_NAMES
 
@@ -74,13 +74,20 @@ def truncated_metrics(stack, rank: str, d_head: int, *, reference: int = -1,
                       lag: int | None = None) -> dict[str, np.ndarray]:
     """Distance to a reference checkpoint and rotation at one truncation-rank level.
 
+    The level only chooses each matrix's truncation rank ``r`` and singular-value cut-off;
+    the distances and rotations are those of
+    :func:`icllib.nonlinear.circuits.circuit_metrics` with that ``rank`` and ``rtol`` (one
+    call per distinct ``r``).
+
     Parameters
     ----------
     stack : array_like, shape (T, K, m, n)
         ``T`` checkpoints of ``K`` matrices (heads; ``K = 1`` for a weight matrix).
     rank : {"final", "d_head", "none"}
         The level (module docstring).  ``"d_head"`` truncates to ``min(d_head, m, n)``
-        directions with float64's cut-off, as :func:`icllib.nonlinear.circuits.circuit_metrics`.
+        directions with float64's cut-off, exactly
+        :func:`~icllib.nonlinear.circuits.circuit_metrics` with ``rank = d_head``;
+        ``"final"`` and ``"none"`` use the float32 cut-off :func:`float32_rtol`.
     d_head : int
     reference : int
         Checkpoint index of ``M(S)``.
@@ -101,30 +108,28 @@ def truncated_metrics(stack, rank: str, d_head: int, *, reference: int = -1,
     d_head = check_int("d_head", d_head, 1)
     T, K = M.shape[:2]
     reference = check_int("reference", reference, -T, T - 1)
-    tol32 = float32_rtol(M.shape)
-    out = {"distance": np.empty((T, K)), "rank": np.empty(K, dtype=np.int64)}
     if lag is not None:
         lag = check_int("lag", lag, 1, T - 1)
-        out["rotation"] = np.full((T, K), np.nan)
-    with threadpool_limits(limits=1, user_api="blas"):    # many small SVDs: one thread
-        for k in range(K):
-            _one_matrix(out, M[:, k], M[reference, k], k, rank, d_head, tol32, lag)
-    return out
-
-
-def _one_matrix(out, m, ref, k, rank, d_head, tol32, lag):
-    """Fill column ``k`` of ``out`` for one matrix's checkpoints ``m`` and reference ``ref``."""
+    tol32 = float32_rtol(M.shape)
+    refs = M[reference]
     if rank == "final":
-        r, rtol = final_rank(ref), tol32
+        ranks, rtol = [final_rank(ref) for ref in refs], tol32
     elif rank == "d_head":
-        r, rtol = min(d_head, *m.shape[-2:]), None
+        ranks, rtol = [min(d_head, *M.shape[-2:])] * K, None
     else:
-        r, rtol = None, tol32
-    out["rank"][k] = final_rank(ref, tol32) if r is None else r
-    out["distance"][:, k] = subspace_distance(m, ref, rank=r, rtol=rtol)
+        ranks, rtol = [None] * K, tol32
+    out = {"distance": np.empty((T, K)),
+           "rank": np.array([final_rank(ref, tol32) if r is None else r
+                             for r, ref in zip(ranks, refs)], dtype=np.int64)}
     if lag is not None:
-        for t in range(m.shape[0] - lag):
-            out["rotation"][t, k] = subspace_distance(m[t], m[t + lag], rank=r, rtol=rtol)
+        out["rotation"] = np.full((T, K), np.nan)
+    for r in dict.fromkeys(ranks):                 # the heads that share one r, in one call
+        heads = [k for k in range(K) if ranks[k] == r]
+        m = circuit_metrics(M[:, heads], rank=r, reference=reference, lag=lag, rtol=rtol)
+        out["distance"][:, heads] = m["subspace_distance"]
+        if lag is not None:
+            out["rotation"][:, heads] = m["rotation"]
+    return out
 
 
 def distance_events(summary, matrix: str, rank: str = "d_head", *,
