@@ -121,14 +121,37 @@ def test_batched_attention_only_runs_equal_single_runs():
                                            atol=10 * BATCHED_ATOL, err_msg=key)
     # the seeds really differ (a batched run that trained one seed twice would fail above)
     assert not np.allclose(batched[0].qk[-1], batched[1].qk[-1])
-    # the device head scores equal analysis.head_scores (float64: only the order of sums)
+    # one implementation: analysis.head_scores is head_scores_on_device on the host, bit for
+    # bit, and both equal the definitions written out as loops (float64: only sum order)
     model = AttentionOnlyTransformer(config, torch.Generator().manual_seed(1))
     tokens, mask = task.sample(32, torch.Generator().manual_seed(2))
     with torch.no_grad():
         _, patterns = model(tokens, return_attention=True)
-    np.testing.assert_allclose(
-        head_scores_on_device(patterns, head_score_masks(mask)).numpy(),
-        np.stack(head_scores(patterns, mask)), rtol=1e-12, atol=1e-15)
+    on_device = head_scores_on_device(patterns, head_score_masks(mask)).numpy()
+    np.testing.assert_array_equal(on_device, np.stack(head_scores(patterns, mask)))
+    np.testing.assert_allclose(on_device, _head_scores_by_loops(patterns, mask),
+                               rtol=1e-12, atol=1e-15)
+
+
+def _head_scores_by_loops(patterns, mask):
+    """prev, dup, ind of every head from the definitions (book chapter 6), position by position:
+    the mean attention of query j on j - 1 (j >= 1), and of the queries j >= L_b on the keys
+    k <= j with j - k (duplicate token) or j + 1 - k (induction) a positive multiple of L_b."""
+    period = (~mask.numpy()).sum(axis=1) + 1
+    out = np.zeros((3, len(patterns), patterns[0].shape[1]))
+    for layer, attn in enumerate(patterns):
+        a = attn.double().numpy()
+        B, H, T, _ = a.shape
+        out[0, layer] = a[:, :, np.arange(1, T), np.arange(T - 1)].mean(axis=(0, 2))
+        n_queries = sum(T - int(L) for L in period)
+        for b, L in enumerate(period):
+            for j in range(int(L), T):
+                for k in range(j + 1):
+                    for i, offset in ((1, 0), (2, 1)):
+                        gap = j + offset - k
+                        if gap >= 1 and gap % L == 0:
+                            out[i, layer] += a[b, :, j, k] / n_queries
+    return out
 
 
 def test_batched_attention_only_refuses_bad_seeds():

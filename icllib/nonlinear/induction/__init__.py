@@ -17,7 +17,9 @@ from .analysis import (
     circuit_kind,
     duplicate_token_score,
     find_dip,
+    head_score_masks,
     head_scores,
+    head_scores_on_device,
     icl_emergence_window,
     induction_score,
     previous_token_score,
@@ -52,7 +54,7 @@ from .runs import (
     shipped_grid,
     summarize_run,
 )
-from .seeds import head_score_masks, head_scores_on_device, train_attention_only_seeds
+from .seeds import train_attention_only_seeds
 from .task import InductionTask
 from .training import (
     DEFAULT_INIT_STD,

@@ -2,7 +2,8 @@
 
 * Head scores on attention patterns: :func:`previous_token_score`,
   :func:`duplicate_token_score`, :func:`induction_score` (Olsson et al. 2022), all per head
-  (:func:`head_scores`), and which circuit a trained model built (:func:`circuit_kind`).
+  (:func:`head_scores` on the host, :func:`head_scores_on_device` on a GPU: one
+  implementation), and which circuit a trained model built (:func:`circuit_kind`).
 * The chapter's explicit criteria: the ICL-emergence window of a run's ICL loss
   (:func:`icl_emergence_window`) and whether a metric dips inside the window (:func:`find_dip`).
 """
@@ -16,6 +17,7 @@ import numpy as np
 import torch
 
 __all__ = ["previous_token_score", "duplicate_token_score", "induction_score", "head_scores",
+           "head_score_masks", "head_scores_on_device",
            "HEAD_SCORE_LEVEL", "CIRCUIT_KINDS", "circuit_kind", "ICL_SUCCESS_LOSS",
            "EmergenceWindow", "icl_emergence_window", "Dip", "find_dip"]
 
@@ -41,7 +43,7 @@ def previous_token_score(attn) -> np.ndarray:
     ndarray, shape (n_heads,), in ``[0, 1]``
     """
     a = _check_patterns(attn)
-    return np.diagonal(a, offset=-1, axis1=-2, axis2=-1).mean(axis=(0, 2))
+    return _previous_token(torch.from_numpy(a)).numpy()
 
 
 def _check_period(period, B, T):
@@ -52,18 +54,42 @@ def _check_period(period, B, T):
     return L
 
 
-def _periodic_mass(a, L, offset):
-    """Mean attention of the queries ``j >= L_b`` on the keys ``k <= j`` with
-    ``j + offset - k`` a positive multiple of ``L_b`` (all sequences together)."""
-    T = a.shape[-1]
-    j = np.arange(T)[:, None]
-    k = np.arange(T)[None, :]
-    gap = (j + offset - k)[None]                                 # (1, T, T)
-    Lb = L[:, None, None]
-    keys = (k <= j)[None] & (gap >= 1) & (gap % Lb == 0)         # (B, T, T)
-    queries = (np.arange(T)[None, :] >= L[:, None])              # (B, T)
-    mass = np.einsum("bhjk,bjk->bhj", a, keys.astype(float))     # (B, H, T)
-    return (mass * queries[:, None, :]).sum(axis=(0, 2)) / queries.sum()
+def _score_masks(period: torch.Tensor, T: int):
+    """Duplicate-token keys, induction keys and queries of sequences with periods ``period``:
+    float64 tensors of shapes ``(B, T, T)``, ``(B, T, T)``, ``(B, T)`` on its device (the keys
+    ``k <= j`` with ``j + offset - k`` a positive multiple of ``L_b``, offset 0 and 1, and
+    the queries ``j >= L_b``)."""
+    dev = period.device
+    j = torch.arange(T, device=dev)[:, None]
+    k = torch.arange(T, device=dev)[None, :]
+    Lb = period[:, None, None]
+    keys = []
+    for offset in (0, 1):
+        gap = (j + offset - k)[None]
+        keys.append(((k <= j)[None] & (gap >= 1) & (gap % Lb == 0)).double())
+    queries = (torch.arange(T, device=dev)[None, :] >= period[:, None]).double()
+    return keys[0], keys[1], queries
+
+
+def _previous_token(a: torch.Tensor) -> torch.Tensor:
+    """Mean attention of every query ``j >= 1`` on ``j - 1``, per head (float64 ``a``)."""
+    return torch.diagonal(a, offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+
+
+def _periodic_mass(a: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """Mean attention of the ``queries`` on the ``keys`` (masks of :func:`_score_masks`),
+    all sequences together, per head: the one implementation of the duplicate-token and
+    induction scores, on the host (:func:`duplicate_token_score`, :func:`head_scores`) and on
+    the device (:func:`head_scores_on_device`)."""
+    mass = torch.einsum("bhjk,bjk->bhj", a, keys)                  # (B, H, T)
+    return (mass * queries[:, None, :]).sum(dim=(0, 2)) / queries.sum()
+
+
+def _host_mass(attn, period, which):
+    a = _check_patterns(attn)
+    L = _check_period(period, a.shape[0], a.shape[-1])
+    masks = _score_masks(torch.from_numpy(L.astype(np.int64)), a.shape[-1])
+    return _periodic_mass(torch.from_numpy(a), masks[which], masks[2]).numpy()
 
 
 def duplicate_token_score(attn, period) -> np.ndarray:
@@ -89,8 +115,7 @@ def duplicate_token_score(attn, period) -> np.ndarray:
     -------
     ndarray, shape (n_heads,), in ``[0, 1]``
     """
-    a = _check_patterns(attn)
-    return _periodic_mass(a, _check_period(period, a.shape[0], a.shape[-1]), offset=0)
+    return _host_mass(attn, period, 0)
 
 
 def induction_score(attn, period) -> np.ndarray:
@@ -114,17 +139,18 @@ def induction_score(attn, period) -> np.ndarray:
     -------
     ndarray, shape (n_heads,), in ``[0, 1]``
     """
-    a = _check_patterns(attn)
-    return _periodic_mass(a, _check_period(period, a.shape[0], a.shape[-1]), offset=1)
+    return _host_mass(attn, period, 1)
 
 
 def head_scores(patterns, icl_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`previous_token_score`, :func:`duplicate_token_score` and
-    :func:`induction_score` of every head.
+    :func:`induction_score` of every head, as host arrays.
+
+    :func:`head_scores_on_device` on the patterns' device, copied to the host.
 
     Parameters
     ----------
-    patterns : list of (batch, n_heads, T, T) tensors, one per layer
+    patterns : list of (batch, n_heads, T, T) tensors or arrays, one per layer
     icl_mask : (batch, T - 1) bool tensor from :meth:`InductionTask.sample` (it fixes the
         period of each sequence: ``L_b = 1 + #{j : not icl_mask[b, j]}``).
 
@@ -132,15 +158,46 @@ def head_scores(patterns, icl_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     -------
     (prev, dup, ind), each of shape (n_layers, n_heads)
     """
-    mask = np.asarray(icl_mask.cpu() if isinstance(icl_mask, torch.Tensor) else icl_mask)
-    period = (~mask).sum(axis=1).astype(np.int64) + 1
-    prev, dup, ind = [], [], []
+    patterns = [torch.as_tensor(attn) for attn in patterns]
+    mask = torch.as_tensor(icl_mask).to(patterns[0].device)
+    prev, dup, ind = head_scores_on_device(patterns, head_score_masks(mask)).cpu().numpy()
+    return prev, dup, ind
+
+
+def head_score_masks(icl_mask: torch.Tensor):
+    """The key and query masks of the duplicate-token and induction scores, as tensors.
+
+    For a batch with ``icl_mask`` (:meth:`InductionTask.sample`, shape ``(B, T - 1)``) on its
+    device: ``(dup_keys, ind_keys, queries)``, float64 of shapes ``(B, T, T)``, ``(B, T, T)``
+    and ``(B, T)``: the keys ``k <= j`` with ``j + offset - k`` a positive multiple of the
+    period ``L_b`` (offset 0: duplicate token, 1: induction) and the queries ``j >= L_b``, as
+    in :func:`duplicate_token_score` and :func:`induction_score`.
+    """
+    return _score_masks((~icl_mask).sum(dim=1) + 1, icl_mask.shape[1] + 1)
+
+
+def head_scores_on_device(patterns, masks) -> torch.Tensor:
+    """Previous-token, duplicate-token and induction scores of every head, on the device.
+
+    The same quantities as :func:`head_scores` (which calls this function), in float64 on
+    the patterns' device (no copy of the patterns to the host).
+
+    Parameters
+    ----------
+    patterns : list of (B, n_heads, T, T) tensors, one per layer
+    masks : the output of :func:`head_score_masks` for the batch's ``icl_mask``
+
+    Returns
+    -------
+    torch.Tensor, float64, shape (3, n_layers, n_heads): prev, dup, ind
+    """
+    dup_keys, ind_keys, queries = masks
+    out = []
     for attn in patterns:
-        a = attn.detach().double().cpu().numpy() if isinstance(attn, torch.Tensor) else attn
-        prev.append(previous_token_score(a))
-        dup.append(duplicate_token_score(a, period))
-        ind.append(induction_score(a, period))
-    return np.array(prev), np.array(dup), np.array(ind)
+        a = attn.detach().double()
+        out.append(torch.stack([_previous_token(a), _periodic_mass(a, dup_keys, queries),
+                                _periodic_mass(a, ind_keys, queries)]))
+    return torch.stack(out, dim=1)
 
 
 #: a head "is" a previous-token / duplicate-token / induction head when its score exceeds

@@ -17,8 +17,8 @@ and the loss of ``S`` seeds; on the CPU ``scaled_dot_product_attention`` has no 
 runs seed by seed), like a run on another CPU: the runs then drift apart as chaotic training
 does.  The checkpoints are measured seed by seed with the single run's own code on a copy of
 each seed's weights (:meth:`BatchedSeeds.model`), except the head scores, which are computed
-on the device (:func:`head_scores_on_device`, float64: equal to
-:func:`~icllib.nonlinear.induction.analysis.head_scores` up to float64 summation order) instead
+on the device (:func:`~icllib.nonlinear.induction.analysis.head_scores_on_device`, the
+implementation that :func:`~icllib.nonlinear.induction.analysis.head_scores` runs too) instead
 of copying every attention pattern to the host, which at full scale would cost more than the
 training (``bench/bench_ch6_full_scale.py``).  ``tests/test_batched.py`` checks a batched run
 against single runs.  ``scripts/make_ch6_runs.py --batched`` uses it.
@@ -35,6 +35,7 @@ from ...validation import check_int
 from ..batched import BatchedSeeds
 from ..circuits import parameters_norm
 from ..device import deterministic, resolve_device
+from .analysis import head_score_masks, head_scores_on_device
 from .model import AttentionOnlyConfig, AttentionOnlyTransformer
 from .task import InductionTask
 from .training import (
@@ -47,58 +48,8 @@ from .training import (
     token_losses,
 )
 
+#: head_score_masks and head_scores_on_device live in .analysis (re-exported here)
 __all__ = ["head_score_masks", "head_scores_on_device", "train_attention_only_seeds"]
-
-
-def head_score_masks(icl_mask: torch.Tensor):
-    """The key and query masks of the duplicate-token and induction scores, as tensors.
-
-    For a batch with ``icl_mask`` (:meth:`InductionTask.sample`, shape ``(B, T - 1)``) on its
-    device: ``(dup_keys, ind_keys, queries)``, float64 of shapes ``(B, T, T)``, ``(B, T, T)``
-    and ``(B, T)``: the keys ``k <= j`` with ``j + offset - k`` a positive multiple of the
-    period ``L_b`` (offset 0: duplicate token, 1: induction) and the queries ``j >= L_b``, as
-    in :func:`~icllib.nonlinear.induction.analysis.duplicate_token_score` and
-    :func:`~icllib.nonlinear.induction.analysis.induction_score`.
-    """
-    dev = icl_mask.device
-    T = icl_mask.shape[1] + 1
-    period = (~icl_mask).sum(dim=1) + 1                              # (B,)
-    j = torch.arange(T, device=dev)[:, None]
-    k = torch.arange(T, device=dev)[None, :]
-    Lb = period[:, None, None]
-    keys = []
-    for offset in (0, 1):
-        gap = (j + offset - k)[None]
-        keys.append(((k <= j)[None] & (gap >= 1) & (gap % Lb == 0)).double())
-    queries = (torch.arange(T, device=dev)[None, :] >= period[:, None]).double()
-    return keys[0], keys[1], queries
-
-
-def head_scores_on_device(patterns, masks) -> torch.Tensor:
-    """Previous-token, duplicate-token and induction scores of every head, on the device.
-
-    The same quantities as :func:`~icllib.nonlinear.induction.analysis.head_scores`, in
-    float64 on the patterns' device (no copy of the patterns to the host).
-
-    Parameters
-    ----------
-    patterns : list of (B, n_heads, T, T) tensors, one per layer
-    masks : the output of :func:`head_score_masks` for the batch's ``icl_mask``
-
-    Returns
-    -------
-    torch.Tensor, float64, shape (3, n_layers, n_heads): prev, dup, ind
-    """
-    dup_keys, ind_keys, queries = masks
-    n_q = queries.sum()
-    out = []
-    for attn in patterns:
-        a = attn.detach().double()
-        prev = torch.diagonal(a, offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
-        dup, ind = ((torch.einsum("bhjk,bjk->bhj", a, keys) * queries[:, None, :]).sum(dim=(0, 2))
-                    / n_q for keys in (dup_keys, ind_keys))
-        out.append(torch.stack([prev, dup, ind]))
-    return torch.stack(out, dim=1)
 
 
 def train_attention_only_seeds(model_config: AttentionOnlyConfig, task: InductionTask,
