@@ -85,6 +85,7 @@ import time
 
 import numpy as np
 import torch
+from _h200 import EFFICIENCY, H200_FP32_FLOPS, LAUNCH_SECONDS  # shared estimate constants
 from threadpoolctl import threadpool_limits
 
 from icllib.nonlinear.batched import BatchedSeeds
@@ -100,9 +101,6 @@ from icllib.nonlinear.induction import (
 )
 from icllib.nonlinear.induction.training import token_losses
 
-H200_FP32_FLOPS = 60e12          # non-tensor-core FP32, order of magnitude
-EFFICIENCY = 0.10
-LAUNCH_SECONDS = 10e-6
 HOST_CORES = 16
 #: the full plan before this benchmark: 4 settings x depths 1-4 x 5 seeds, 20 000 steps
 OLD_FULL_GRID = {(p, s): {L: tuple(range(5)) for L in (1, 2, 3, 4)}

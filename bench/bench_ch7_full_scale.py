@@ -45,6 +45,7 @@ import argparse
 import time
 
 import torch
+from _h200 import EFFICIENCY, H200_FP32_FLOPS, LAUNCH_SECONDS  # shared estimate constants
 from threadpoolctl import threadpool_limits
 
 from icllib.nonlinear.batched import BatchedSeeds
@@ -57,10 +58,6 @@ from icllib.nonlinear.grokking import (
     summarize_run,
     train_grokking,
 )
-
-H200_FP32_FLOPS = 60e12          # non-tensor-core FP32, order of magnitude
-EFFICIENCY = 0.10
-LAUNCH_SECONDS = 10e-6
 
 
 def flops_per_step(c) -> float:
