@@ -20,13 +20,16 @@ The package holds one idea per module; the names in brackets are importable from
 :mod:`icllib.train.stability`
     ``stable_eta``, ``DivergenceError``;
 :mod:`icllib.train.sgd`
-    the training loop ``train_sgd`` and its ``Recording``.
+    the training loop ``train_sgd``, its ``Recording`` and a mode's two pathways
+    (``pathway_products``, ``mode_products``);
+:mod:`icllib.train.stored`
+    the book's long SGD runs, trained once and stored (``load_group``).
 """
 
 from . import finite_tasks
 from .gradients import loss_and_grads
 from .initialisation import balanced_init, random_init
-from .sgd import Recording, train_sgd
+from .sgd import Recording, mode_products, pathway_products, train_sgd
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 
 __all__ = [
@@ -37,6 +40,8 @@ __all__ = [
     "DivergenceError",
     "Recording",
     "train_sgd",
+    "pathway_products",
+    "mode_products",
     "DIVERGENCE_FACTOR",
     "finite_tasks",
 ]

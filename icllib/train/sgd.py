@@ -33,7 +33,7 @@ from ..validation import check_choice, check_generator, check_instance, check_in
 from .gradients import WhitenedGradients, block_grads
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 
-__all__ = ["Recording", "train_sgd"]
+__all__ = ["Recording", "train_sgd", "pathway_products", "mode_products"]
 
 #: the two samplers of :func:`train_sgd` (see :mod:`icllib.data.sampler`)
 SAMPLERS = ("statistics", "tokens", "actions")
@@ -273,3 +273,32 @@ def train_sgd(
         sampler=sampler,
         U=U,
     )
+
+
+def pathway_products(run) -> tuple[np.ndarray, np.ndarray]:
+    r"""Mode ``alpha``'s two pathways, ``(p2)_aa (q1)_aa`` and ``(p1)_aa (q2)_aa``.
+
+    Book chapter 2 ('Two pathways'): in the eigenbasis, mode ``alpha`` of the query reaches
+    the prediction through ``p2 q1`` and through ``p1 q2``; the mode amplitude is the sum
+    ``a_alpha = (p2)_aa (q1)_aa + (p1)_aa (q2)_aa`` (:func:`mode_products`), and on the null
+    manifold ``p1 = q2 = 0`` only the first pathway carries it.
+
+    Parameters
+    ----------
+    run : Recording or icllib.train.stored.StoredRun
+
+    Returns
+    -------
+    via_p2q1, via_p1q2 : ndarray (T, d)
+    """
+    if hasattr(run, "diagonals"):              # a stored run keeps only the diagonals
+        p1, p2, q1, q2 = np.moveaxis(run.diagonals.astype(float), 1, 0)
+    else:
+        p1, p2, q1, q2 = (np.einsum("tii->ti", getattr(run, b)) for b in ("p1", "p2", "q1", "q2"))
+    return p2 * q1, p1 * q2
+
+
+def mode_products(run) -> np.ndarray:
+    """Each mode as the sum of its two pathways (:func:`pathway_products`), shape (T, d)."""
+    via_p2q1, via_p1q2 = pathway_products(run)
+    return via_p2q1 + via_p1q2

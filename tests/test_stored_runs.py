@@ -1,0 +1,115 @@
+"""The stored SGD runs of chapters 2-5b (icllib.train.stored) are the runs train_sgd makes.
+
+Error model of the comparisons: curves are stored in float32, so a stored value differs from
+the float64 run by at most 2**-24 (6e-8) of itself; other BLAS/SIMD kernels change the
+float64 run in the last bits, amplified at most ~1e4 by a plateau escape (1 / a0), i.e.
+~1e-12. A relative tolerance of 1e-6 is 16 times the float32 rounding and fails at the first
+differing step of another random stream or another algorithm (differences of order 1).
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from icllib.data import DataConfig
+from icllib.train import balanced_init, mode_products, pathway_products, stored, train_sgd
+
+PREFIX = 300          # steps retrained for every stored run: modes 1 and 2 escape within it
+RTOL = 1e-6
+
+
+def assert_curve_close(got, want, what):
+    got, want = np.asarray(got, float), np.asarray(want, float)
+    scale = np.max(np.abs(want)) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL * scale, err_msg=what)
+
+
+@pytest.mark.parametrize("name", [n for n, g in stored.groups("quick").items()
+                                  if g.kind == "sgd"])
+def test_every_stored_sgd_run_regenerates(name):
+    g = stored.group(name, "quick")
+    runs = stored.load_group(name, "quick")
+    assert [r.seed for r in runs] == list(g.seeds)
+    for run in runs:
+        assert run.steps[-1] == g.steps and run.late_from == g.late_from
+        live = g.train(run.seed, steps=PREFIX)
+        short = run.prefix(PREFIX)
+        np.testing.assert_array_equal(live.steps, short.steps)
+        for field in ("diagonals", "loss"):
+            assert_curve_close(getattr(short, field), getattr(live, field),
+                               f"{name} seed {run.seed}: {field}")
+        for got, want in zip(pathway_products(short), pathway_products(live)):
+            assert_curve_close(got, want, f"{name} seed {run.seed}: pathways")
+
+
+def test_every_stored_task_set_run_regenerates():
+    g = stored.group("task-sets", "quick")
+    runs = stored.load_group("task-sets", "quick")
+    assert list(runs) == list(g.P_values)
+    for P, seeds in runs.items():
+        assert [r.seed for r in seeds] == list(g.seeds_for(P))
+        for run in seeds:
+            live = g.train(P, run.seed, steps=PREFIX)
+            keep = run.steps <= PREFIX
+            np.testing.assert_array_equal(live.steps, run.steps[keep])
+            assert_curve_close(run.a[keep], live.a, f"P = {P}, seed {run.seed}")
+            assert set(run.final) == ({"test", "train"} if P else {"test"})
+            assert (run.curve is not None) == (run.seed == g.seeds[0])
+
+
+def test_a_whole_task_set_run_regenerates_with_its_losses():
+    # the whole chain: 12000 steps, the late average, the Monte Carlo losses drawn from the
+    # same generator after training (float64 throughout, so only the kernels differ)
+    g = stored.group("task-sets", "quick")
+    run = stored.load_group("task-sets", "quick")[4][0]
+    live = g.train(4, run.seed)
+    assert_curve_close(run.a, live.a, "a")
+    for k in ("test", "train"):
+        np.testing.assert_allclose(run.final[k], live.final[k], rtol=1e-9)
+        np.testing.assert_allclose(run.curve[k], live.curve[k], rtol=1e-9)
+
+
+def test_a_whole_fixed_point_run_regenerates_its_late_average():
+    name = [n for n in stored.groups("quick") if n.startswith("fixed-point")][0]
+    g = stored.group(name, "quick")
+    run = stored.load_group(name, "quick")[0]
+    live = g.train(run.seed)
+    for got, want in zip(run.late_blocks, live.late_blocks):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert_curve_close(run.a, live.a, "a")
+
+
+def test_stored_run_matches_the_recording_it_came_from():
+    cfg = DataConfig(s=np.array([2.0, 1.0]), N=5)
+    rec = train_sgd(cfg, balanced_init(2, 0.1), eta=0.02, B=64, steps=50,
+                    rng=np.random.default_rng(3), record_every=2)
+    run = stored.StoredRun.from_recording(rec, seed=3, late_from=20)
+    assert_curve_close(run.a, mode_products(rec), "a")
+    assert_curve_close(run.p, rec.p, "p")
+    assert_curve_close(run.q, rec.q, "q")
+    for got, want in zip(pathway_products(run), pathway_products(rec)):
+        assert_curve_close(got, want, "pathways")
+    late = rec.steps >= 20
+    np.testing.assert_array_equal(run.late_blocks[1], rec.p2[late].mean(0))
+    assert run.prefix(10).steps.tolist() == [0, 2, 4, 6, 8, 10]
+    # the two pathways are the diagonal products of chapter 2, not the full products
+    np.testing.assert_array_equal(pathway_products(rec)[0],
+                                  np.einsum("tii->ti", rec.p2) * np.einsum("tii->ti", rec.q1))
+
+
+def test_missing_or_outdated_file_names_the_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match="make_linear_runs.py --scale quick --group "
+                                                "floor-N40"):
+        stored.load_group("floor-N40", "quick", path=tmp_path / "none.npz")
+    src = stored.data_dir("quick") / "floor-N40.npz"
+    with np.load(src) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays.pop("meta")))
+    meta["spec"]["B"] = 1024
+    bad = tmp_path / "floor-N40.npz"
+    np.savez(bad, meta=json.dumps(meta), **arrays)
+    with pytest.raises(ValueError, match="remake it with `python scripts/make_linear_runs.py"):
+        stored.load_group("floor-N40", "quick", path=bad)
+    with pytest.raises(ValueError, match="name"):
+        stored.group("no-such-group", "quick")
