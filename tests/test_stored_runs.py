@@ -1,10 +1,16 @@
 """The stored SGD runs of chapters 2-5b (icllib.train.stored) are the runs train_sgd makes.
 
-Error model of the comparisons: curves are stored in float32, so a stored value differs from
-the float64 run by at most 2**-24 (6e-8) of itself; other BLAS/SIMD kernels change the
-float64 run in the last bits, amplified at most ~1e4 by a plateau escape (1 / a0), i.e.
-~1e-12. A relative tolerance of 1e-6 is 16 times the float32 rounding and fails at the first
-differing step of another random stream or another algorithm (differences of order 1).
+Error model of the comparisons. Curves are stored in float32 (each value within 2**-24 = 6e-8
+of itself). The samplers' normals are float32-accurate, and on another CPU numpy's SIMD
+float32 sin/cos differ in the last bits (icllib.data.draws): every random number of a run may
+differ by ~1e-7 relative between machines, and these differences feed the trajectory. Measured
+under scripts/other-cpu: after 300 steps from chapter 3's start the blocks differ by at most
+3e-9 (entries of size up to 1); after 4000 steps the late average by 1.2e-9; after a whole
+12000-step task-set run the Monte Carlo losses by 7e-8 relative. So every comparison is
+relative to the scale of the compared quantity in that run (the largest block entry for the
+blocks, its square for the pathway products): a tolerance of 1e-6 of that scale is 300 times
+what another CPU changes and fails at the first step of another random stream or another
+algorithm (differences of order 1 in the noise, 1e-2 in a Monte Carlo loss).
 """
 
 import json
@@ -16,13 +22,13 @@ from icllib.data import DataConfig
 from icllib.train import balanced_init, mode_products, pathway_products, stored, train_sgd
 
 PREFIX = 300          # steps retrained for every stored run: modes 1 and 2 escape within it
-RTOL = 1e-6
+TOL = 1e-6            # of the compared quantity's scale (see the error model above)
 
 
-def assert_curve_close(got, want, what):
+def assert_curve_close(got, want, what, scale=None):
     got, want = np.asarray(got, float), np.asarray(want, float)
-    scale = np.max(np.abs(want)) if want.size else 1.0
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL * scale, err_msg=what)
+    scale = np.max(np.abs(want)) if scale is None else scale
+    np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * scale, err_msg=what)
 
 
 @pytest.mark.parametrize("name", [n for n, g in stored.groups("quick").items()
@@ -36,11 +42,12 @@ def test_every_stored_sgd_run_regenerates(name):
         live = g.train(run.seed, steps=PREFIX)
         short = run.prefix(PREFIX)
         np.testing.assert_array_equal(live.steps, short.steps)
-        for field in ("diagonals", "loss"):
-            assert_curve_close(getattr(short, field), getattr(live, field),
-                               f"{name} seed {run.seed}: {field}")
+        block_scale = np.max(np.abs(live.diagonals))
+        assert_curve_close(short.diagonals, live.diagonals, f"{name} seed {run.seed}: blocks",
+                           block_scale)
+        assert_curve_close(short.loss, live.loss, f"{name} seed {run.seed}: loss")
         for got, want in zip(pathway_products(short), pathway_products(live)):
-            assert_curve_close(got, want, f"{name} seed {run.seed}: pathways")
+            assert_curve_close(got, want, f"{name} seed {run.seed}: pathways", block_scale**2)
 
 
 def test_every_stored_task_set_run_regenerates():
@@ -53,21 +60,22 @@ def test_every_stored_task_set_run_regenerates():
             live = g.train(P, run.seed, steps=PREFIX)
             keep = run.steps <= PREFIX
             np.testing.assert_array_equal(live.steps, run.steps[keep])
-            assert_curve_close(run.a[keep], live.a, f"P = {P}, seed {run.seed}")
+            assert_curve_close(run.a[keep], live.a, f"P = {P}, seed {run.seed}",
+                               np.max(np.abs(live.a)))
             assert set(run.final) == ({"test", "train"} if P else {"test"})
             assert (run.curve is not None) == (run.seed == g.seeds[0])
 
 
 def test_a_whole_task_set_run_regenerates_with_its_losses():
     # the whole chain: 12000 steps, the late average, the Monte Carlo losses drawn from the
-    # same generator after training (float64 throughout, so only the kernels differ)
+    # same generator after training
     g = stored.group("task-sets", "quick")
     run = stored.load_group("task-sets", "quick")[4][0]
     live = g.train(4, run.seed)
     assert_curve_close(run.a, live.a, "a")
     for k in ("test", "train"):
-        np.testing.assert_allclose(run.final[k], live.final[k], rtol=1e-9)
-        np.testing.assert_allclose(run.curve[k], live.curve[k], rtol=1e-9)
+        np.testing.assert_allclose(run.final[k], live.final[k], rtol=1e-5)
+        np.testing.assert_allclose(run.curve[k], live.curve[k], rtol=1e-5)
 
 
 def test_a_whole_fixed_point_run_regenerates_its_late_average():
@@ -75,8 +83,9 @@ def test_a_whole_fixed_point_run_regenerates_its_late_average():
     g = stored.group(name, "quick")
     run = stored.load_group(name, "quick")[0]
     live = g.train(run.seed)
+    scale = max(np.max(np.abs(b)) for b in live.late_blocks)
     for got, want in zip(run.late_blocks, live.late_blocks):
-        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-7 * scale)
     assert_curve_close(run.a, live.a, "a")
 
 
