@@ -36,11 +36,10 @@ from ..theory import paper_fixed_point
 from ..validation import check_choice, check_int
 from .finite_tasks import monte_carlo_loss
 from .initialisation import balanced_init
-from .sgd import mode_products, pathway_products, train_sgd
+from .sgd import mode_products, train_sgd
 
 __all__ = ["StoredRun", "SGDGroup", "TaskSetGroup", "TaskSetRun", "groups", "group",
-           "data_dir", "make_command", "train_group", "save_group", "load_group",
-           "pathway_products", "mode_products"]
+           "data_dir", "make_command", "train_group", "save_group", "load_group"]
 
 CHAPTER = "linear"
 BLOCKS = ("p1", "p2", "q1", "q2")
