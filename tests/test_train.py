@@ -342,7 +342,7 @@ def test_divergence_raises_with_step_and_stable_range():
         (dict(B=2.5), "B must be an integer >= 1"),
         (dict(steps=-1), "steps must be an integer >= 0"),
         (dict(record_every=0), "record_every must be an integer >= 1"),
-        (dict(sampler="exact"), "sampler must be one of 'statistics', 'tokens', 'actions'"),
+        (dict(sampler="exact"), "sampler must be one of 'auto', 'statistics', 'tokens', 'actions'"),
         (dict(sampler="actions", tasks=np.ones((3, 2, 2))), "sampler='actions' needs tasks"),
         (dict(rng=0), "rng must be a numpy.random.Generator"),
         (dict(params0=balanced_init(3, 0.1)), "params0 has d = 3 but config has d = 2"),

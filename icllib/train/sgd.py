@@ -35,8 +35,9 @@ from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 
 __all__ = ["Recording", "train_sgd", "pathway_products", "mode_products"]
 
-#: the two samplers of :func:`train_sgd` (see :mod:`icllib.data.sampler`)
-SAMPLERS = ("statistics", "tokens", "actions")
+#: the samplers of :func:`train_sgd` (see :mod:`icllib.data.sampler`); "auto" is "actions"
+#: where it applies (tasks sharing the eigenbasis of Sigma_x), else "statistics"
+SAMPLERS = ("auto", "statistics", "tokens", "actions")
 
 
 @dataclass(eq=False)
@@ -102,7 +103,7 @@ def train_sgd(
     rng,
     record_every=None,
     tasks=None,
-    sampler="statistics",
+    sampler="auto",
     progress=False,
 ):
     """Online SGD on the full linear transformer (all blocks), with exact gradients.
@@ -129,14 +130,17 @@ def train_sgd(
     tasks : ndarray (P, d, d), optional
         Task set; when ``config.P`` is set and ``tasks`` is None, one is drawn from ``rng``
         first (:func:`icllib.data.sample_task_set`).
-    sampler : {"statistics", "tokens", "actions"}
+    sampler : {"auto", "statistics", "tokens", "actions"}
         ``"statistics"`` draws the exact sufficient statistic (Wishart,
         :func:`icllib.data.sample_statistics`), ``O(B d^2)`` random numbers per step for
         any ``N``; ``"tokens"`` draws the
         ``N`` tokens; ``"actions"`` draws only the two products of the (whitened) Gram matrix
         that a step uses, ``O(B d)`` random numbers for any ``N``
         (:mod:`icllib.data.gram_actions`; tasks sharing the eigenbasis only).  All three give
-        the same dynamics in distribution, from different random streams.
+        the same dynamics in distribution, from different random streams.  ``"auto"`` (the
+        default) is ``"actions"`` when the tasks share the eigenbasis (fresh tasks, or a task
+        set from :func:`icllib.data.sample_task_set`) and ``"statistics"`` otherwise; the
+        recording's ``sampler`` says which ran.
     progress : bool
         Show a tqdm progress bar.
 
@@ -167,6 +171,8 @@ def train_sgd(
     if tasks is None and config.P is not None:
         tasks = sample_task_set(config, rng)
     sam = PromptSampler(config, rng, tasks)
+    if sampler == "auto":  # the fastest exact sampler that applies (bench/bench_sgd.py)
+        sampler = "actions" if sam.shared_basis else "statistics"
     if sampler == "actions" and not sam.shared_basis:
         raise ValueError(
             "sampler='actions' needs tasks that share the eigenbasis of Sigma_x (fresh tasks, "

@@ -143,7 +143,8 @@ class SGDGroup:
     """SGD runs of one setting that differ only in the seed of their noise stream.
 
     Every run is ``train_sgd(DataConfig(s=s, N=N), balanced_init(d, start), eta=eta, B=B,
-    steps=steps, rng=numpy.random.default_rng(seed), record_every=record_every)``.
+    steps=steps, rng=numpy.random.default_rng(seed), record_every=record_every,
+    sampler=sampler)``.
 
     Parameters
     ----------
@@ -154,6 +155,9 @@ class SGDGroup:
     start : tuple of float
         Balanced starting amplitudes ``p_alpha(0) = q_alpha(0)``, one per mode.
     seeds : tuple of int
+    sampler : str
+        The sampler of :func:`icllib.train.train_sgd` (part of the specification: another
+        sampler is another random stream).
     """
 
     s: tuple
@@ -165,6 +169,7 @@ class SGDGroup:
     seeds: tuple
     record_every: int = 1
     late_from: int = 0
+    sampler: str = "actions"
     kind: str = field(default="sgd", init=False)
 
     def train(self, seed: int, steps: int | None = None) -> StoredRun:
@@ -173,7 +178,7 @@ class SGDGroup:
         rec = train_sgd(DataConfig(s=np.array(self.s), N=self.N),
                         balanced_init(len(self.s), np.array(self.start)), eta=self.eta,
                         B=self.B, steps=steps, rng=np.random.default_rng(seed),
-                        record_every=self.record_every)
+                        record_every=self.record_every, sampler=self.sampler)
         return StoredRun.from_recording(rec, seed, self.late_from)
 
 
@@ -230,6 +235,7 @@ class TaskSetGroup:
     n_curve: int = 2000
     n_final: int = 30000
     curve_points: int = 26
+    sampler: str = "actions"
     kind: str = field(default="task-set", init=False)
 
     def seeds_for(self, P) -> tuple:
@@ -251,7 +257,7 @@ class TaskSetGroup:
         rng = np.random.default_rng(seed)
         rec = train_sgd(config, balanced_init(len(self.s), self.start), eta=self.eta,
                         B=self.B, steps=steps, rng=rng, tasks=tasks,
-                        record_every=self.record_every)
+                        record_every=self.record_every, sampler=self.sampler)
         a = mode_products(rec).astype(np.float32)
         if short:
             return TaskSetRun(P, seed, rec.steps.copy(), a, {}, None)
