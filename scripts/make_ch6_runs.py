@@ -11,6 +11,7 @@ seed, attention initialisation (``--init-stds``) and positional embedding
     python scripts/make_ch6_runs.py                      # the chapter's runs (shipped_grid)
     python scripts/make_ch6_runs.py --depths 2 --seeds 0 --init-stds 0.1 --positionals learned
     python scripts/make_ch6_runs.py --demo               # the chapter's short live run
+    python scripts/make_ch6_runs.py --relative           # the relative-position runs (weights)
     python scripts/make_ch6_runs.py --scale full --device cuda   # paper scale, on a GPU
     python scripts/make_ch6_runs.py --scale full --device cuda --batched
 
@@ -53,6 +54,7 @@ from icllib.nonlinear.induction import (  # noqa: E402
     experiment_seeds,
     experiment_settings,
     make_run,
+    relative_grid,
     run_command,
     run_file_name,
     shipped_grid,
@@ -76,6 +78,11 @@ def main(argv=None):
     ap.add_argument("--positionals", nargs="+", choices=POSITIONAL_KINDS, default=None)
     ap.add_argument("--demo", action="store_true",
                     help="make the short live-demo run(s) instead (default depth 2, seed 0)")
+    ap.add_argument("--relative", action="store_true",
+                    help="make the chapter's relative-position runs (relative_grid), with "
+                         "their weights")
+    ap.add_argument("--weights", action="store_true",
+                    help="also store each trained model's weights (for ablations)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=None, help="default: book/data/ch6/<scale>")
     ap.add_argument("--no-progress", action="store_true")
@@ -83,8 +90,10 @@ def main(argv=None):
                     help="train the seeds of each setting and depth as one vmapped model "
                          "(for a GPU; bench/bench_ch6_full_scale.py)")
     args = ap.parse_args(argv)
-    if args.batched and args.demo:
-        ap.error("--batched makes the chapter's runs, not the demo")
+    if args.batched and (args.demo or args.weights or args.relative):
+        ap.error("--batched makes the chapter's runs, without weights; not the demo")
+    if args.relative and args.demo:
+        ap.error("--relative and --demo are two different sets of runs")
     args.scale = args.scale or current_scale()
 
     grid_args = (args.depths, args.seeds, args.init_stds, args.positionals)
@@ -92,7 +101,11 @@ def main(argv=None):
         args.scale = "quick"
         args.depths = args.depths or [2]
         args.seeds = args.seeds if args.seeds is not None else [0]
-    if not args.demo and all(a is None for a in grid_args):
+    if args.relative:
+        args.weights = True
+        jobs = [(p, std, L, s) for (p, std), depths in relative_grid(args.scale).items()
+                for L, seeds in depths.items() for s in seeds]
+    elif not args.demo and all(a is None for a in grid_args):
         jobs = [(p, std, L, s) for (p, std), depths in shipped_grid(args.scale).items()
                 for L, seeds in depths.items() for s in seeds]
     else:
@@ -119,7 +132,7 @@ def main(argv=None):
     for positional, init_std, L, s in jobs:
         factors = dict(init_std=init_std, positional=positional)
         summary = make_run(L, s, args.scale, demo=args.demo, device=args.device,
-                           progress=not args.no_progress, **factors)
+                           progress=not args.no_progress, weights=args.weights, **factors)
         path = out / run_file_name(L, s, "demo" if args.demo else "run", **factors)
         save_run(summary, path)
         report(summary, path)

@@ -19,12 +19,15 @@ from icllib.metrics import half_way_time  # noqa: E402
 from icllib.nonlinear.circuits import circuit_metrics  # noqa: E402
 from icllib.nonlinear.induction import (  # noqa: E402
     CIRCUIT_KINDS,
+    EVAL_SEED,
+    RELATIVE_SETTING,
     AttentionOnlyConfig,
     AttentionOnlyTransformer,
     EmergenceWindow,
     InductionRunSummary,
     InductionTask,
     TrainConfig,
+    ablated_losses,
     checkpoint_steps,
     circuit_kind,
     demo_settings,
@@ -38,6 +41,7 @@ from icllib.nonlinear.induction import (  # noqa: E402
     load_runs,
     make_run,
     previous_token_score,
+    relative_grid,
     run_file_name,
     shipped_grid,
     summarize_run,
@@ -202,9 +206,14 @@ def test_circuits_reproduce_the_forward_pass():
     np.testing.assert_allclose(logits, ref, atol=1e-4 * np.abs(ref).max())
 
 
-def test_attention_patterns_match_the_fast_path_and_are_causal():
-    task, cfg, _ = demo_settings(2)
+@pytest.mark.parametrize("positional", ["learned", "relative"])
+def test_attention_patterns_match_the_fast_path_and_are_causal(positional):
+    task, cfg, _ = demo_settings(2, positional=positional)
     model = AttentionOnlyTransformer(cfg, torch.Generator().manual_seed(3))
+    if positional == "relative":  # a bias that is not zero, so the mask path is exercised
+        with torch.no_grad():
+            model.W_rel.copy_(torch.randn(model.W_rel.shape, generator=torch.Generator()
+                                          .manual_seed(5)))
     tokens, _ = task.sample(4, torch.Generator().manual_seed(4))
     with torch.no_grad():
         fast = model(tokens)
@@ -214,6 +223,25 @@ def test_attention_patterns_match_the_fast_path_and_are_causal():
         assert attn.shape == (4, cfg.n_heads, cfg.seq_len, cfg.seq_len)
         assert torch.all(attn.triu(1) == 0)
         torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:-1]))
+
+
+def test_relative_positions_steer_attention_but_put_nothing_in_the_stream():
+    """positional="relative": the stream holds token embeddings only, and the score bias of
+    offset j - k moves attention: a large bias at offset 1 makes a previous-token head."""
+    task, cfg, _ = demo_settings(2, positional="relative")
+    model = AttentionOnlyTransformer(cfg, torch.Generator().manual_seed(0))
+    names = {n for n, _ in model.named_parameters()}
+    assert "W_pos" not in names and "W_rel" in names and torch.all(model.W_pos == 0)
+    assert model.W_rel.shape == (cfg.n_layers, cfg.n_heads, cfg.seq_len)
+    assert torch.all(model.W_rel == 0)  # starts as plain causal attention
+    tokens, _ = task.sample(8, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        model.W_rel[0, 0, 1] = 30.0
+        _, patterns = model(tokens, return_attention=True)
+    prev = previous_token_score(patterns[0].numpy())
+    assert prev[0] > 0.99 and prev[1] < 0.5, prev
+    with pytest.raises(ValueError, match="positional"):
+        AttentionOnlyConfig(positional="rotary")
 
 
 def test_sinusoidal_positions_are_fixed():
@@ -466,6 +494,57 @@ def test_shipped_runs_are_complete_small_and_regenerable():
                 assert meta["config"]["model"]["d_model"] == model.d_model
     total = sum(p.stat().st_size for p in DATA.glob("*.npz"))
     assert total < 2 * 1024 * 1024
+
+
+def test_relative_runs_keep_weights_that_reproduce_their_last_checkpoint():
+    """The relative-position files (book chapter 6, 'Relative positions') hold the final
+    weights: the rebuilt model gives the last recorded ICL loss and head scores on the
+    evaluation batch (float32 round-off of the stored weights), and ablating its layer-1
+    previous-token head costs far more than ablating the other layer-1 head."""
+    (key, depths), = relative_grid("quick").items()
+    assert key == RELATIVE_SETTING == ("relative", 0.1) and list(depths) == [2]
+    assert len(depths[2]) == 5
+    runs = load_runs([2], depths[2], scale="quick", positional=key[0], init_std=key[1])
+    for r in runs.values():
+        assert r.meta["command"].endswith("--positionals relative --weights")
+        model = r.final_model()
+        task = InductionTask(**r.meta["config"]["task"])
+        icl, _ = ablated_losses(model, task)
+        assert abs(icl - float(r.icl_loss[-1])) < 1e-4 * max(1.0, icl)
+        tokens, mask = task.sample(512, torch.Generator().manual_seed(EVAL_SEED))
+        with torch.no_grad():
+            _, patterns = model(tokens, return_attention=True)
+        prev, dup, ind = head_scores(patterns, mask)
+        np.testing.assert_allclose(prev, r.prev_token_score[-1], atol=1e-4)
+        np.testing.assert_allclose(ind, r.induction_score[-1], atol=1e-4)
+        helper = int(np.argmax(prev[0]))
+        without_prev = ablated_losses(model, task, [(0, helper)])[0]
+        without_other = ablated_losses(model, task, [(0, 1 - helper)])[0]
+        assert without_prev > 2 * without_other > 2 * icl
+        assert torch.all(model.W_O != 0)                   # the ablations worked on copies
+
+
+def test_ablation_and_weights_reject_bad_input(tmp_path):
+    task, cfg, _ = demo_settings(2)
+    model = AttentionOnlyTransformer(cfg, torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="layer"):
+        ablated_losses(model, task, [(2, 0)])
+    with pytest.raises(ValueError, match="head"):
+        ablated_losses(model, task, [(0, 5)])
+    with pytest.raises(ValueError, match="vocab_size"):
+        ablated_losses(model, InductionTask(vocab_size=20, seq_len=24), [])
+    with pytest.raises(ValueError, match="model must be an AttentionOnlyTransformer"):
+        ablated_losses("model", task)
+    # removing every head leaves the direct path W_U W_E: the same loss whatever attention did
+    all_heads = [(l, h) for l in range(2) for h in range(cfg.n_heads)]
+    other = AttentionOnlyTransformer(cfg, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        other.W_QKV.mul_(3.0)
+    assert ablated_losses(model, task, all_heads) == ablated_losses(other, task, all_heads)
+    assert ablated_losses(model, task) != ablated_losses(other, task)
+    demo = load_runs([2], [0], scale="quick", prefix="demo")[(2, 0)]
+    with pytest.raises(ValueError, match="--weights"):
+        demo.final_model()
 
 
 def test_load_runs_reads_the_shipped_files_and_names_the_script_when_missing(tmp_path):

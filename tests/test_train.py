@@ -14,6 +14,7 @@ from icllib.model import Params, predict
 from icllib.theory import exact_loss_grad, paper_loss_grad, sgd_conservation_drift
 from icllib.train import (
     DivergenceError,
+    auto_sampler,
     balanced_init,
     loss_and_grads,
     random_init,
@@ -200,6 +201,23 @@ def test_train_sgd_is_plain_sgd_and_records_the_conserved_quantity(case):
     np.testing.assert_allclose(rec.params.WQ, params.WQ, atol=1e-13)
     # params0 is not modified
     np.testing.assert_array_equal(params0.WP, random_init(d, 0.2, np.random.default_rng(1)).WP)
+
+
+def test_auto_sampler_picks_the_faster_exact_sampler_and_the_recording_names_it():
+    """'auto': the Bartlett factor where it needs no more normals than the actions and no
+    gamma draws (the running example, D = 4, N = 10), the actions otherwise, and always the
+    factor for tasks that do not share the eigenbasis."""
+    assert auto_sampler(10, 4, True) == "statistics"      # 6 upper normals <= 2 D = 8
+    assert auto_sampler(10, 8, True) == "actions"         # 28 > 16
+    assert auto_sampler(100, 4, True) == "actions"        # chi-square with 100 dof: gamma
+    assert auto_sampler(100, 16, False) == "statistics"   # general tasks
+    for d, N, expected in ((4, 10, "statistics"), (8, 10, "actions")):
+        rec = train_sgd(DataConfig(s=np.linspace(0.5, 2.0, d), N=N), balanced_init(d, 0.1),
+                        eta=0.01, B=8, steps=2, rng=np.random.default_rng(0))
+        assert rec.sampler == expected
+        same = train_sgd(DataConfig(s=np.linspace(0.5, 2.0, d), N=N), balanced_init(d, 0.1),
+                         eta=0.01, B=8, steps=2, rng=np.random.default_rng(0), sampler=expected)
+        np.testing.assert_array_equal(rec.p2, same.p2)    # 'auto' is that sampler's stream
 
 
 @pytest.mark.parametrize("case", ["fresh tasks", "task set, noise, rotated"])

@@ -20,7 +20,8 @@ The package holds one idea per module; the names in brackets are importable from
 :mod:`icllib.train.stability`
     ``stable_eta``, ``DivergenceError``;
 :mod:`icllib.train.sgd`
-    the training loop ``train_sgd``, its ``Recording`` and a mode's two pathways
+    the training loop ``train_sgd``, its ``Recording``, the sampler it picks by default
+    (``auto_sampler``) and a mode's two pathways
     (``pathway_products``, ``mode_products``);
 :mod:`icllib.train.stored`
     the book's long SGD runs, trained once and stored (``load_group``).
@@ -29,7 +30,7 @@ The package holds one idea per module; the names in brackets are importable from
 from . import finite_tasks
 from .gradients import loss_and_grads
 from .initialisation import balanced_init, random_init
-from .sgd import Recording, mode_products, pathway_products, train_sgd
+from .sgd import Recording, auto_sampler, mode_products, pathway_products, train_sgd
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "DivergenceError",
     "Recording",
     "train_sgd",
+    "auto_sampler",
     "pathway_products",
     "mode_products",
     "DIVERGENCE_FACTOR",

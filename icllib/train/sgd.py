@@ -27,17 +27,47 @@ except ImportError:  # pragma: no cover
     threadpool_limits = None
 
 from ..data import DataConfig, PromptSampler, sample_task_set
+from ..data.wishart import ERLANG_MAX_DOF, upper_count
 from ..model import Params
 from ..theory import conserved_quantity
 from ..validation import check_choice, check_generator, check_instance, check_int, check_positive
 from .gradients import WhitenedGradients, block_grads
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 
-__all__ = ["Recording", "train_sgd", "pathway_products", "mode_products"]
+__all__ = ["Recording", "train_sgd", "auto_sampler", "pathway_products", "mode_products"]
 
-#: the samplers of :func:`train_sgd` (see :mod:`icllib.data.sampler`); "auto" is "actions"
-#: where it applies (tasks sharing the eigenbasis of Sigma_x), else "statistics"
+#: the samplers of :func:`train_sgd` (see :mod:`icllib.data.sampler`); "auto" picks the faster
+#: exact one of "statistics" and "actions" (:func:`auto_sampler`)
 SAMPLERS = ("auto", "statistics", "tokens", "actions")
+
+
+def auto_sampler(N, D, shared_basis) -> str:
+    """The sampler ``sampler="auto"`` of :func:`train_sgd` runs: the faster exact one.
+
+    ``"actions"`` (:mod:`icllib.data.gram_actions`) draws ``2 D`` normals and two chi-squares
+    per prompt; the Bartlett factor of ``"statistics"`` (:mod:`icllib.data.wishart`) draws
+    ``upper_count(N, D)`` normals and ``min(N, D)`` chi-squares, but its two contractions are
+    a handful of array operations where the actions need a few dozen.  So the factor is
+    faster when it needs no more normals than the actions and all its chi-squares are sums
+    of exponentials (``N <= ERLANG_MAX_DOF``), e.g. ``D = 4``, ``N = 10`` (the book's running
+    example); the actions are faster otherwise (``bench/bench_sgd.py``: at ``d = 16``,
+    ``N = 10``, ``B = 4096`` about twice as fast).  ``"actions"`` needs tasks that share
+    the eigenbasis of ``Sigma_x`` (``shared_basis``); without, ``"statistics"``.
+
+    Parameters
+    ----------
+    N : int
+        Context length.
+    D : int
+        Dimension of the whitened context rows (``d``, or ``2 d`` with label noise).
+    shared_basis : bool
+        Whether every task is diagonal in the eigenbasis of ``Sigma_x``.
+    """
+    if not shared_basis:
+        return "statistics"
+    if upper_count(N, D) <= 2 * D and N <= ERLANG_MAX_DOF:
+        return "statistics"
+    return "actions"
 
 
 @dataclass(eq=False)
@@ -138,8 +168,9 @@ def train_sgd(
         that a step uses, ``O(B d)`` random numbers for any ``N``
         (:mod:`icllib.data.gram_actions`; tasks sharing the eigenbasis only).  All three give
         the same dynamics in distribution, from different random streams.  ``"auto"`` (the
-        default) is ``"actions"`` when the tasks share the eigenbasis (fresh tasks, or a task
-        set from :func:`icllib.data.sample_task_set`) and ``"statistics"`` otherwise; the
+        default) is the faster of ``"statistics"`` and ``"actions"`` for this size
+        (:func:`auto_sampler`; ``"statistics"`` unless the tasks share the eigenbasis, as
+        fresh tasks and task sets from :func:`icllib.data.sample_task_set` do); the
         recording's ``sampler`` says which ran.
     progress : bool
         Show a tqdm progress bar.
@@ -171,8 +202,8 @@ def train_sgd(
     if tasks is None and config.P is not None:
         tasks = sample_task_set(config, rng)
     sam = PromptSampler(config, rng, tasks)
-    if sampler == "auto":  # the fastest exact sampler that applies (bench/bench_sgd.py)
-        sampler = "actions" if sam.shared_basis else "statistics"
+    if sampler == "auto":  # the faster exact sampler that applies (bench/bench_sgd.py)
+        sampler = auto_sampler(sam.N, sam.D, sam.shared_basis)
     if sampler == "actions" and not sam.shared_basis:
         raise ValueError(
             "sampler='actions' needs tasks that share the eigenbasis of Sigma_x (fresh tasks, "

@@ -36,7 +36,7 @@ from ..theory import paper_fixed_point
 from ..validation import check_choice, check_int
 from .finite_tasks import monte_carlo_loss
 from .initialisation import balanced_init
-from .sgd import mode_products, train_sgd
+from .sgd import auto_sampler, mode_products, train_sgd
 
 __all__ = ["StoredRun", "SGDGroup", "TaskSetGroup", "TaskSetRun", "groups", "group",
            "data_dir", "make_command", "train_group", "save_group", "load_group"]
@@ -156,8 +156,9 @@ class SGDGroup:
         Balanced starting amplitudes ``p_alpha(0) = q_alpha(0)``, one per mode.
     seeds : tuple of int
     sampler : str
-        The sampler of :func:`icllib.train.train_sgd` (part of the specification: another
-        sampler is another random stream).
+        The sampler of :func:`icllib.train.train_sgd`, the one ``"auto"`` picks for the
+        group's size (:func:`icllib.train.auto_sampler`); part of the specification, since
+        another sampler is another random stream.
     """
 
     s: tuple
@@ -169,7 +170,7 @@ class SGDGroup:
     seeds: tuple
     record_every: int = 1
     late_from: int = 0
-    sampler: str = "actions"
+    sampler: str = "statistics"
     kind: str = field(default="sgd", init=False)
 
     def train(self, seed: int, steps: int | None = None) -> StoredRun:
@@ -235,7 +236,7 @@ class TaskSetGroup:
     n_curve: int = 2000
     n_final: int = 30000
     curve_points: int = 26
-    sampler: str = "actions"
+    sampler: str = "statistics"
     kind: str = field(default="task-set", init=False)
 
     def seeds_for(self, P) -> tuple:
@@ -298,23 +299,25 @@ def groups(scale: str | None = None) -> dict:
         "running-example": SGDGroup(
             s=s, N=ex.N, eta=ex.eta, B=2048, steps=6000, start=balanced,
             seeds=tuple(range(400, 400 + pick(quick=6, full=12, scale=scale))),
-            record_every=1, late_from=5000),
+            record_every=1, late_from=5000, sampler=auto_sampler(ex.N, d, True)),
         "floor-N40": SGDGroup(
             s=s, N=40, eta=ex.eta, B=2048, steps=6000, start=balanced, seeds=(700, 701),
-            record_every=10, late_from=5000),
+            record_every=10, late_from=5000, sampler=auto_sampler(40, d, True)),
     }
     # chapter 3's runs start at the paper's fixed point, balanced
     fixed_start = tuple(float(v) for v in np.sqrt(paper_fixed_point(ex.s, ex.N)))
     for j, B in enumerate(pick(quick=(256, 1024), full=(1024, 4096), scale=scale)):
         out[f"fixed-point-B{B}"] = SGDGroup(
             s=s, N=ex.N, eta=ex.eta, B=B, steps=4000, start=fixed_start,
-            seeds=tuple(200 + 10 * j + k for k in range(5)), record_every=5, late_from=2500)
+            seeds=tuple(200 + 10 * j + k for k in range(5)), record_every=5, late_from=2500,
+            sampler=auto_sampler(ex.N, d, True))
     out["task-sets"] = TaskSetGroup(
         s=s, N=ex.N, eta=ex.eta, B=128, steps=12000, start=ex.p0,
         P_values=(4, 8, 16, 64, 256, None), many_seeds_P=(4, 16, 64, 256),
         seeds=tuple(range(1, 1 + pick(quick=3, full=9, scale=scale))),
         n_curve=pick(quick=2000, full=20000, scale=scale),
-        n_final=pick(quick=30000, full=200000, scale=scale))
+        n_final=pick(quick=30000, full=200000, scale=scale),
+        sampler=auto_sampler(ex.N, d, True))    # task sets share the eigenbasis
     return out
 
 

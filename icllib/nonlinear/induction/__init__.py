@@ -2,12 +2,14 @@
 
 Modules: :mod:`.task` (the periodic sequences), :mod:`.model` (the transformer and its QK/OV
 circuits), :mod:`.training` (Adam, checkpoints, the chapter's settings), :mod:`.analysis`
-(head scores, emergence window, dips), :mod:`.factors` (the claims' tests as functions of
+(head scores, emergence window, dips), :mod:`.ablation` (losses with heads removed),
+:mod:`.factors` (the claims' tests as functions of
 view, layer and dip test), :mod:`.runs` (the shipped run files), :mod:`.seeds` (several seeds
 trained as one batched model, for a GPU).  Everything is
 re-exported here: ``from icllib.nonlinear.induction import make_run``.
 """
 
+from .ablation import ablated_losses
 from .analysis import (
     CIRCUIT_KINDS,
     HEAD_SCORE_LEVEL,
@@ -43,12 +45,14 @@ from .model import (
 )
 from .runs import (
     CHAPTER,
+    RELATIVE_SETTING,
     TRAIN_LOSS_BIN,
     InductionRunSummary,
     load_grid,
     load_runs,
     make_run,
     make_runs_batched,
+    relative_grid,
     run_command,
     run_file_name,
     shipped_grid,
@@ -86,4 +90,5 @@ __all__ = [
     "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
     "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid",
     "train_attention_only_seeds", "head_score_masks", "head_scores_on_device",
+    "RELATIVE_SETTING", "relative_grid", "ablated_losses",
 ]

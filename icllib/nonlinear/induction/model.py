@@ -2,7 +2,11 @@
 
 Token embedding plus positional embedding (learned or sinusoidal), ``n_layers`` causal
 multi-head softmax attention layers written into the residual stream (no MLP, no
-LayerNorm), and a linear unembedding.  Per head ``h`` of layer ``l`` the two circuits
+LayerNorm), and a linear unembedding.  With ``positional="relative"`` nothing positional
+enters the residual stream: each head instead adds a learned bias ``b[l, h, j - k]`` to the
+score of query ``j`` and key ``k`` (a relative-position bias, as in T5 and ALiBi, without
+buckets), so position can steer where a head looks but can never be *copied* by a head
+into the stream.  Per head ``h`` of layer ``l`` the two circuits
 (Elhage et al. 2021) are ``d_model x d_model`` matrices of rank at most ``d_head``::
 
     QK[l, h] = W_Q[l, h]^T W_K[l, h] / sqrt(d_head)     score(j, k) = x_j^T QK x_k
@@ -26,7 +30,7 @@ from ...validation import check_choice, check_instance, check_int, check_positiv
 __all__ = ["POSITIONAL_KINDS", "MAX_LAYERS", "AttentionOnlyConfig", "sinusoidal_positions",
            "AttentionOnlyTransformer"]
 
-POSITIONAL_KINDS = ("learned", "sinusoidal")
+POSITIONAL_KINDS = ("learned", "sinusoidal", "relative")
 MAX_LAYERS = 4
 
 
@@ -44,8 +48,9 @@ class AttentionOnlyConfig:
         Residual-stream width, a multiple of ``n_heads``.
     vocab_size, seq_len : int
         Must match the task.
-    positional : {"learned", "sinusoidal"}
-        Positional embedding added to the token embedding.
+    positional : {"learned", "sinusoidal", "relative"}
+        Positional embedding added to the token embedding, or (``"relative"``) none and a
+        learned per-head score bias for each offset ``j - k`` instead, starting at zero.
     init_std : float
         Standard deviation of the Gaussian initialisation of the attention weights
         ``W_Q, W_K, W_V, W_O``, in units of ``1/sqrt(fan_in)``.  Embeddings are drawn
@@ -113,8 +118,11 @@ class AttentionOnlyTransformer(nn.Module):
         self.W_E = gauss(V, d, fan_in=1)
         if c.positional == "learned":
             self.W_pos = gauss(T, d, fan_in=1)
-        else:
+        elif c.positional == "sinusoidal":
             self.register_buffer("W_pos", sinusoidal_positions(T, d))
+        else:  # relative: no positions in the stream, a score bias per (layer, head, offset)
+            self.register_buffer("W_pos", torch.zeros(T, d))
+            self.W_rel = nn.Parameter(torch.zeros(L, H, T))
         self.W_QKV = gauss(L, 3, H, e, d, fan_in=d, gain=c.init_std)
         self.W_O = gauss(L, H, d, e, fan_in=H * e, gain=c.init_std)
         self.W_U = gauss(d, V, fan_in=d)
@@ -147,15 +155,25 @@ class AttentionOnlyTransformer(nn.Module):
         H, e, d = c.n_heads, c.d_head, c.d_model
         x = self.W_E[tokens] + self.W_pos[:T]
         patterns = []
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        if c.positional == "relative":
+            idx = torch.arange(T, device=x.device)
+            offset = (idx[:, None] - idx[None, :]).clamp(min=0)   # j - k on and below the diagonal
         for l in range(c.n_layers):
             qkv = (x @ self.W_QKV[l].reshape(3 * H * e, d).T).view(B, T, 3, H, e)
             q, k, v = qkv.permute(2, 0, 3, 1, 4)             # each (B, H, T, e)
+            bias = None
+            if c.positional == "relative":                   # (H, T, T), -inf above the diagonal
+                bias = self.W_rel[l][:, offset].masked_fill(~causal, float("-inf"))
             if return_attention:
                 scores = (q @ k.transpose(-1, -2)) / math.sqrt(e)
-                causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+                if bias is not None:
+                    scores = scores + bias
                 attn = scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)
                 patterns.append(attn)
                 z = attn @ v
+            elif bias is not None:
+                z = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
             else:
                 z = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
             w_o = self.W_O[l].permute(1, 0, 2).reshape(d, H * e)   # heads side by side

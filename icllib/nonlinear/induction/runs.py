@@ -20,6 +20,7 @@ from ..circuits import circuit_metrics
 from ..runs import RunSummary, data_dir, make_command
 from ..runs import load_runs as _load_files
 from .analysis import EmergenceWindow, icl_emergence_window
+from .model import AttentionOnlyConfig, AttentionOnlyTransformer
 from .task import InductionTask
 from .training import (
     DEFAULT_INIT_STD,
@@ -32,7 +33,8 @@ from .training import (
 )
 
 __all__ = ["CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
-           "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid"]
+           "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid",
+           "RELATIVE_SETTING", "relative_grid"]
 
 CHAPTER = "ch6"
 
@@ -65,6 +67,25 @@ class InductionRunSummary(RunSummary):
         """Number of attention layers."""
         return int(self.meta["config"]["model"]["n_layers"])
 
+    def final_model(self) -> AttentionOnlyTransformer:
+        """The trained model at the last checkpoint, rebuilt from the stored ``weights/``
+        (files made with ``--weights``), float32 on the CPU, in evaluation use only.
+
+        Raises
+        ------
+        ValueError
+            If the file holds no weights; the message names the command with ``--weights``.
+        """
+        names = [k for k in self if k.startswith("weights/")]
+        if not names:
+            raise ValueError(f"this run file holds no weights; remake it with "
+                             f"`{self.meta['command']} --weights`")
+        config = AttentionOnlyConfig(**self.meta["config"]["model"])
+        model = AttentionOnlyTransformer(config, torch.Generator().manual_seed(0))
+        model.load_state_dict({k.split("/", 1)[1]: torch.from_numpy(np.asarray(self[k]))
+                               for k in names})
+        return model.eval()
+
     def induction_head(self) -> tuple[int, int]:
         """(layer, head) with the largest induction score at the end of training."""
         l, h = np.unravel_index(np.argmax(self.induction_score[-1]),
@@ -80,7 +101,7 @@ class InductionRunSummary(RunSummary):
 
 
 def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "quick",
-                  ks=(1, 2, 3)) -> InductionRunSummary:
+                  ks=(1, 2, 3), weights: bool = False) -> InductionRunSummary:
     """Reduce a run to its curves, head scores and per-head circuit metrics (what ships).
 
     The circuit metrics are :func:`icllib.nonlinear.circuits.circuit_metrics` of the QK and
@@ -93,8 +114,15 @@ def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "qui
     sum of the heads' key spaces) and ``qk_sum``, their sum (the layer's total score
     ``x_j^T (sum_h QK_h) x_k``); both can have full rank ``d_model``, so their subspace
     distance is truncated to ``rank = d_head``.  Curves are stored in float32.
+
+    With ``weights=True`` (a run trained with ``keep_model=True``) the trained model's
+    parameters and buffers are stored too, as ``weights/<name>`` (float32), so that
+    :meth:`InductionRunSummary.final_model` can rebuild it (e.g. for ablations,
+    :mod:`icllib.nonlinear.induction.ablation`).
     """
     ks = [int(k) for k in ks]
+    if weights and run.model is None:
+        raise ValueError("weights=True needs a run trained with keep_model=True")
     meta = dict(experiment="induction", chapter=CHAPTER, scale=scale, seed=int(run.seed),
                 config=dict(task=asdict(run.task), model=asdict(run.model_config),
                             train=asdict(run.train_config)),
@@ -123,6 +151,9 @@ def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "qui
     for circ, stack in layer_circuits.items():
         for name, v in circuit_metrics(stack, ks=ks[:1], rank=d // H).items():
             arrays[f"{circ}/{name}"] = v.astype(f32)
+    if weights:
+        for name, v in run.model.state_dict().items():
+            arrays[f"weights/{name}"] = v.detach().cpu().numpy().astype(f32)
     return InductionRunSummary(meta, arrays)
 
 
@@ -136,22 +167,24 @@ def run_file_name(n_layers: int, seed: int, prefix: str = "run", *,
 
 def run_command(n_layers: int, seed: int, scale: str, demo: bool = False,
                 device: str = "cpu", *, init_std: float = DEFAULT_INIT_STD,
-                positional: str = DEFAULT_POSITIONAL) -> str:
+                positional: str = DEFAULT_POSITIONAL, weights: bool = False) -> str:
     """The command line that regenerates one data file."""
     args = (f"--depths {n_layers} --seeds {seed} --init-stds {float(init_std):g} "
-            f"--positionals {positional}" + (" --demo" if demo else ""))
+            f"--positionals {positional}" + (" --demo" if demo else "")
+            + (" --weights" if weights else ""))
     return make_command(CHAPTER, scale, args, device)
 
 
 def make_run(n_layers: int, seed: int, scale: str | None = None, *, demo: bool = False,
              device: str = "cpu", progress: bool = True, init_std: float = DEFAULT_INIT_STD,
-             positional: str = DEFAULT_POSITIONAL) -> InductionRunSummary:
+             positional: str = DEFAULT_POSITIONAL, weights: bool = False
+             ) -> InductionRunSummary:
     """Train one of the chapter's runs and summarise it (:func:`summarize_run`).
 
     ``demo=True`` uses :func:`demo_settings` (quick scale) instead of
-    :func:`experiment_settings`.  For runs that reproduce the shipped files bit for bit on
-    the same machine, call ``torch.set_num_threads(1)`` and
-    :func:`icllib.nonlinear.device.enable_determinism` first.
+    :func:`experiment_settings`; ``weights=True`` also stores the trained model.  For runs
+    that reproduce the shipped files bit for bit on the same machine, call
+    ``torch.set_num_threads(1)`` and :func:`icllib.nonlinear.device.enable_determinism` first.
     """
     scale = current_scale() if scale is None else scale
     factors = dict(init_std=init_std, positional=positional)
@@ -161,9 +194,10 @@ def make_run(n_layers: int, seed: int, scale: str | None = None, *, demo: bool =
     else:
         task, model, train = experiment_settings(n_layers, scale, **factors)
     run = train_attention_only(model, task, train, seed=seed, device=device,
-                               progress=progress)
+                               progress=progress, keep_model=weights)
     return summarize_run(run, command=run_command(n_layers, seed, scale, demo, device,
-                                                  **factors), scale=scale)
+                                                  weights=weights, **factors),
+                         scale=scale, weights=weights)
 
 
 def make_runs_batched(n_layers: int, seeds, scale: str | None = None, *, device: str = "cpu",
@@ -235,6 +269,20 @@ def shipped_grid(scale: str | None = None) -> dict[tuple[str, float], dict[int, 
     full = {key: {L: seeds for L in ((1, 2, 3, 4) if key == ref else (2, 3))}
             for key in settings}
     return pick(quick=quick, full=full, scale=scale)
+
+
+#: the setting without a positional shortcut (book chapter 6, 'Relative positions'):
+#: nothing positional in the stream, a learned score bias per offset
+RELATIVE_SETTING = ("relative", 0.1)
+
+
+def relative_grid(scale: str | None = None) -> dict[tuple[str, float], dict[int, tuple]]:
+    """The relative-position runs the chapter reads, ``{RELATIVE_SETTING: {2: seeds}}``.
+
+    Two layers, ``init_std`` 0.1, the scale's seeds (quick: 0..4); their files hold the
+    final weights (``--weights``) for the chapter's ablations.
+    """
+    return {RELATIVE_SETTING: {2: experiment_seeds(scale)}}
 
 
 def load_grid(scale: str | None = None, directory=None) -> dict[tuple, InductionRunSummary]:
