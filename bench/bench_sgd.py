@@ -31,31 +31,33 @@ The script prints steps/s for each size and the ratio icllib / (faster PyTorch v
 noisy (PyTorch's thread pool suffers most from competing processes), so look at the spread
 printed in brackets (worst run) and rerun on a quiet machine before quoting them.
 
-Measured on the 2-core machine, 2026-12-02, one run (load average 2.1 at the start: the tail
-of a test run), every PyTorch variant in the same run (``--torch-configs`` default: float32 x 1
-thread and float64 x 2 threads, each in both orders); steps/s, best of 3, and icllib / the
-fastest PyTorch variant for ``sampler="actions"`` and for the default ``"statistics"``:
+Measured on the 2-core machine, 2026-12-02, one run (load average 0.47 at the start), every
+PyTorch variant in the same run (``--torch-configs`` default: float32 x 1 thread and float64 x
+2 threads, each in both orders); steps/s, best of 3, and icllib / the fastest PyTorch variant
+for the default ``sampler="auto"`` and for ``"statistics"``:
 
-     d    N     B  actions  statistics  fastest torch        ratio  stat.
-     4   10   256   2025.2      2055.1   797.8 mv 32/1t        2.5    2.6
-     4   10  4096    419.2       418.0   136.2 mv 32/1t        3.1    3.1
-     4  100   256   2157.5      2032.6   341.8 gamma 32/1t     6.3    5.9
-     4  100  4096    520.8       472.5    26.6 gamma 32/1t    19.6   17.7
-     8   10   256   1772.6      1555.0   672.2 mv 32/1t        2.6    2.3
-     8   10  4096    235.3       160.6    78.0 mv 32/1t        3.0    2.1
-     8  100   256   2010.0      1588.4   196.6 gamma 32/1t    10.2    8.1
-     8  100  4096    229.7       150.0     9.1 gamma 32/1t    25.3   16.5
-    16   10   256   1209.3       864.5   398.2 mv 32/1t        3.0    2.2
-    16   10  4096    107.5        58.8    34.8 mv 32/1t        3.1    1.7
-    16  100   256   1257.6       737.5    84.4 mv 32/1t       14.9    8.7
-    16  100  4096    108.5        48.1     3.2 mv 32/1t       33.8   15.0
+     d    N     B  default  statistics  fastest torch      default  stat.
+     4   10   256   1913.6      1779.4   650.4 mv 32/1t       2.9    2.7
+     4   10  4096    354.3       332.9   115.8 mv 32/1t       3.1    2.9
+     4  100   256   2074.0      2011.6   298.9 gamma 32/1t    6.9    6.7
+     4  100  4096    381.9       340.7    20.6 gamma 32/1t   18.5   16.5
+     8   10   256   1612.1      1363.8   541.1 mv 32/1t       3.0    2.5
+     8   10  4096    184.1       124.5    65.6 mv 32/1t       2.8    1.9
+     8  100   256   1615.0      1249.7   149.3 gamma 32/1t   10.8    8.4
+     8  100  4096    189.7       130.2     7.6 gamma 32/1t   24.9   17.1
+    16   10   256   1119.1       822.8   335.0 mv 32/1t       3.3    2.5
+    16   10  4096     98.5        51.1    28.3 mv 32/1t       3.5    1.8
+    16  100   256   1146.2       616.8    70.0 mv 32/1t      16.4    8.8
+    16  100  4096     82.5        45.2     2.9 mv 32/1t      28.6   15.7
 
-``sampler="actions"``: min 2.5x, median 4.7x, max 34x; the default "statistics": min 1.7x
-(d = 16, N = 10, B = 4096), median 4.5x.  float32 single-thread PyTorch was the fastest variant
-at every size.  At d = 16, N = 10 the Bartlett factor needs 110 normals and 10 chi-squares per
-prompt (the statistic of rank 10 in 16 dimensions) and four passes over a 5 MB factor per step;
-the actions need 32 normals and 2 chi-squares, and PyTorch draws 160 normals for the tokens.
-At d = 4, N = 10 the two icllib samplers draw about as many numbers and run equally fast.
+The default: min 2.8x (d = 8, N = 10, B = 4096), median 5.2x, max 28.6x; "statistics" alone:
+min 1.8x (d = 16, N = 10, B = 4096), median 4.8x.  float32 single-thread PyTorch was the
+fastest variant at every size.  At d = 4, N = 10 the default *is* the statistics sampler
+(the two columns differ by run-to-run noise, about 7 %); everywhere else it is the actions.
+At d = 16, N = 10 the Bartlett factor needs 105 normals and 10 chi-squares per prompt and four
+passes over a 5 MB factor per step; the actions need 32 normals and 2 chi-squares, and PyTorch
+draws 160 normals for the tokens.  An earlier run on a busier machine (load 1.5, other jobs
+starting) gave a default minimum of 2.3x: quote numbers from a quiet machine.
 """
 
 from __future__ import annotations
@@ -222,7 +224,7 @@ def main():
         cells = " | ".join(f"{best[k]:>8.1f} [{worst[k]:>8.1f}]" for k in runners)
         print(f"{d:>3} {N:>4} {B:>5} | {cells} | {fastest[6:]:>17} | {ratios[-1]:>7.1f} | "
               f"{stat_ratios[-1]:>5.1f}", flush=True)
-    print(f"icllib (the default sampler, 'auto' = 'actions' here) / fastest PyTorch variant: "
+    print(f"icllib (the default sampler, 'auto') / fastest PyTorch variant: "
           f"min {min(ratios):.1f}x, median {np.median(ratios):.1f}x, max {max(ratios):.1f}x")
     print(f"icllib (sampler='statistics') / fastest PyTorch variant: min "
           f"{min(stat_ratios):.1f}x, median {np.median(stat_ratios):.1f}x, "
