@@ -57,7 +57,8 @@ fastest variant at every size.  At d = 4, N = 10 the default *is* the statistics
 At d = 16, N = 10 the Bartlett factor needs 105 normals and 10 chi-squares per prompt and four
 passes over a 5 MB factor per step; the actions need 32 normals and 2 chi-squares, and PyTorch
 draws 160 normals for the tokens.  An earlier run on a busier machine (load 1.5, other jobs
-starting) gave a default minimum of 2.3x: quote numbers from a quiet machine.
+starting) gave the actions sampler 2.3x at d = 16, N = 10, B = 4096 (3.5x here): quote numbers
+from a quiet machine.
 """
 
 from __future__ import annotations
