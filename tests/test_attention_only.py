@@ -28,6 +28,7 @@ from icllib.nonlinear.induction import (  # noqa: E402
     InductionTask,
     TrainConfig,
     ablated_losses,
+    head_ablations,
     checkpoint_steps,
     circuit_kind,
     demo_settings,
@@ -517,11 +518,14 @@ def test_relative_runs_keep_weights_that_reproduce_their_last_checkpoint():
         prev, dup, ind = head_scores(patterns, mask)
         np.testing.assert_allclose(prev, r.prev_token_score[-1], atol=1e-4)
         np.testing.assert_allclose(ind, r.induction_score[-1], atol=1e-4)
+        loss = head_ablations(r)
         helper = int(np.argmax(prev[0]))
-        without_prev = ablated_losses(model, task, [(0, helper)])[0]
-        without_other = ablated_losses(model, task, [(0, 1 - helper)])[0]
-        assert without_prev > 2 * without_other > 2 * icl
+        assert loss["prev-token head"] == ablated_losses(model, task, [(0, helper)])[0]
+        assert loss["none"] == icl
+        assert loss["prev-token head"] > 2 * loss["other layer-1 heads"] > 2 * icl
         assert torch.all(model.W_O != 0)                   # the ablations worked on copies
+    with pytest.raises(ValueError, match="two or more layers"):
+        head_ablations(load_runs([1], [0], scale="quick")[1, 0])
 
 
 def test_ablation_and_weights_reject_bad_input(tmp_path):

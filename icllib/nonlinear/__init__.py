@@ -15,6 +15,8 @@ Shared by both:
   one parameter norm;
 * :mod:`icllib.nonlinear.runs`: the one run-file format (same metadata), its loader and the
   directory scheme ``book/data/<chapter>/<scale>/``;
+* :mod:`icllib.nonlinear.reproduction`: events of runs (what a chapter concludes from each),
+  stored for the runs regenerated on other kernels and compared with the shipped runs';
 * :mod:`icllib.nonlinear.device`: devices and deterministic algorithms (cuBLAS workspace);
 * :mod:`icllib.nonlinear.curvature`: the curvature estimators of the loss autocorrelation and
   of parameter norms;

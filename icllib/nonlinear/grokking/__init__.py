@@ -5,7 +5,8 @@ and its checkpointed matrices), :mod:`.training` (full-batch AdamW, the chapter'
 :mod:`.seeds` (several seeds as one batched model), :mod:`.analysis` (settle step, rotation
 peak, Fourier power, timing of a run), :mod:`.factors` (truncation rank and aggregation as
 factors, half-times and leads), :mod:`.runs` (the shipped run files and the reproduction
-check).  Everything is re-exported here: ``from icllib.nonlinear.grokking import
+check), :mod:`.reproduction` (what the chapter concludes from a run, as events).
+Everything is re-exported here: ``from icllib.nonlinear.grokking import
 train_grokking``.
 """
 
@@ -24,6 +25,7 @@ from .factors import (
     truncated_metrics,
 )
 from .model import CIRCUIT_NAMES, ModularTransformer
+from .reproduction import run_events
 from .runs import (
     CHAPTER,
     REPRODUCTION_TOLERANCES,
@@ -71,5 +73,5 @@ __all__ = [
     "CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "make_runs_batched",
     "load_runs",
     "load_controls",
-    "REPRODUCTION_TOLERANCES", "reproduction_gaps", "check_reproduces",
+    "REPRODUCTION_TOLERANCES", "reproduction_gaps", "check_reproduces", "run_events",
 ]

@@ -4,12 +4,13 @@ Modules: :mod:`.task` (the periodic sequences), :mod:`.model` (the transformer a
 circuits), :mod:`.training` (Adam, checkpoints, the chapter's settings), :mod:`.analysis`
 (head scores, emergence window, dips), :mod:`.ablation` (losses with heads removed),
 :mod:`.factors` (the claims' tests as functions of
-view, layer and dip test), :mod:`.runs` (the shipped run files), :mod:`.seeds` (several seeds
+view, layer and dip test), :mod:`.runs` (the shipped run files), :mod:`.reproduction` (what the
+chapter concludes from a run, as events), :mod:`.seeds` (several seeds
 trained as one batched model, for a GPU).  Everything is
 re-exported here: ``from icllib.nonlinear.induction import make_run``.
 """
 
-from .ablation import ablated_losses
+from .ablation import HEAD_ABLATIONS, ablated_losses, head_ablations
 from .analysis import (
     CIRCUIT_KINDS,
     HEAD_SCORE_LEVEL,
@@ -43,6 +44,7 @@ from .model import (
     AttentionOnlyTransformer,
     sinusoidal_positions,
 )
+from .reproduction import WINDOW_EVENTS, run_events
 from .runs import (
     CHAPTER,
     RELATIVE_SETTING,
@@ -90,5 +92,6 @@ __all__ = [
     "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
     "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid",
     "train_attention_only_seeds", "head_score_masks", "head_scores_on_device",
-    "RELATIVE_SETTING", "relative_grid", "ablated_losses",
+    "RELATIVE_SETTING", "relative_grid", "ablated_losses", "HEAD_ABLATIONS", "head_ablations",
+    "WINDOW_EVENTS", "run_events",
 ]

@@ -18,7 +18,7 @@ from .model import AttentionOnlyTransformer
 from .task import InductionTask
 from .training import EVAL_SEED, sequence_losses
 
-__all__ = ["ablated_losses"]
+__all__ = ["ablated_losses", "HEAD_ABLATIONS", "head_ablations"]
 
 
 def ablated_losses(model: AttentionOnlyTransformer, task: InductionTask, heads=(),
@@ -57,3 +57,31 @@ def ablated_losses(model: AttentionOnlyTransformer, task: InductionTask, heads=(
         tokens, mask = task.sample(eval_size, torch.Generator().manual_seed(EVAL_SEED))
         icl, first = sequence_losses(ablated(tokens.to(dev)), tokens.to(dev), mask.to(dev))
     return float(icl), float(first)
+
+
+#: the ablations of :func:`head_ablations`
+HEAD_ABLATIONS = ("none", "prev-token head", "other layer-1 heads", "induction head")
+
+
+def head_ablations(run) -> dict[str, float]:
+    """ICL loss (nats) of a run's final model with each of :data:`HEAD_ABLATIONS` removed.
+
+    ``"prev-token head"`` is layer 1's head with the largest final previous-token score,
+    ``"other layer-1 heads"`` every other layer-1 head, ``"induction head"`` the run's
+    (:meth:`~.runs.InductionRunSummary.induction_head`).
+
+    Parameters
+    ----------
+    run : InductionRunSummary
+        A file with the final weights (``--weights``; two or more layers).
+    """
+    prev = run.prev_token_score[-1]
+    if prev.shape[0] < 2:
+        raise ValueError(f"run must have two or more layers, got {prev.shape[0]}")
+    model = run.final_model()
+    task = InductionTask(**run.meta["config"]["task"])
+    helper = int(prev[0].argmax())
+    removed = {"none": [], "prev-token head": [(0, helper)],
+               "other layer-1 heads": [(0, h) for h in range(prev.shape[1]) if h != helper],
+               "induction head": [run.induction_head()]}
+    return {name: ablated_losses(model, task, heads)[0] for name, heads in removed.items()}
