@@ -52,7 +52,7 @@ def save_events(path, events: Mapping, *, command: str) -> None:
     payload = {"command": command,
                "runs": {run: {k: (v if math.isfinite(v) else None) for k, v in ev.items()}
                         for run, ev in sorted(events.items())}}
-    Path(path).write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
+    Path(path).write_text(json.dumps(payload, indent=0, sort_keys=True) + "\n")
 
 
 def load_events(path) -> tuple[dict[str, dict[str, float]], str]:
