@@ -123,3 +123,19 @@ def test_largest_change_and_count_changed_select_by_run_and_prefix():
         largest_change(d, ["c"])
     with pytest.raises(ValueError, match="prefix 'lead'"):
         count_changed(d, prefix="lead")
+
+
+def test_regenerated_events_script_refuses_a_folder_without_every_run(tmp_path, capsys):
+    """scripts/regenerated_events.py must not store events of a partial regeneration."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "regenerated_events.py"
+    spec = importlib.util.spec_from_file_location("regenerated_events", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "wd1_seed0.npz").write_bytes(b"")     # one of twelve: refused before reading
+    before = (data_dir("ch7", "quick") / EVENTS_FILE).read_bytes()
+    assert module.main(["ch7", str(tmp_path)]) == 2
+    assert "lacks the regenerated" in capsys.readouterr().err
+    assert (data_dir("ch7", "quick") / EVENTS_FILE).read_bytes() == before
