@@ -100,14 +100,15 @@ def test_stored_events_cover_every_shipped_run(chapter):
     else:
         from icllib.nonlinear.grokking.reproduction import run_events
         from icllib.nonlinear.runs import RunSummary as cls
-    from icllib.nonlinear.runs import load_run
+    from icllib.nonlinear.reproduction import folder_events
 
     folder = data_dir(chapter, "quick")
     events, command = load_events(folder / EVENTS_FILE)
     assert command.startswith("scripts/other-cpu ")
     files = sorted(folder.glob("*.npz"))
     assert sorted(events) == [p.stem for p in files]
-    shipped = {p.stem: run_events(load_run(p, cls)) for p in files}
+    shipped = folder_events(folder, run_events, cls)
+    assert sorted(shipped) == [p.stem for p in files]       # the events file is not a run
     event_differences(shipped, events)      # same runs, same events, or it raises
 
 

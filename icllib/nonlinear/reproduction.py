@@ -23,11 +23,23 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["EVENTS_FILE", "save_events", "load_events", "event_differences", "largest_change",
-           "count_changed"]
+from .runs import RunSummary, load_run
+
+__all__ = ["EVENTS_FILE", "folder_events", "save_events", "load_events", "event_differences",
+           "largest_change", "count_changed"]
 
 #: name of a chapter's events file of its runs regenerated on other kernels, in its data folder
 EVENTS_FILE = "other-cpu-events.json"
+
+
+def folder_events(directory, run_events, cls=RunSummary) -> dict[str, dict[str, float]]:
+    """``{file stem: run_events(run)}`` for every run file (``*.npz``) of ``directory``.
+
+    ``run_events`` is the experiment's (e.g. :func:`icllib.nonlinear.grokking.run_events`),
+    ``cls`` its :class:`~.runs.RunSummary` subclass; the events file beside the runs is not a
+    run file and is skipped.
+    """
+    return {p.stem: run_events(load_run(p, cls)) for p in sorted(Path(directory).glob("*.npz"))}
 
 
 def _check_events(events: Mapping) -> dict[str, dict[str, float]]:
