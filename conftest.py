@@ -3,7 +3,8 @@
 ``pytest --nbval-lax --nbval-current-env book/`` collects every chapter ``book/*.md`` that has
 a jupytext header, reads it through :func:`jupytext.read`, and runs its cells in a fresh
 kernel.  Text notebooks carry no outputs, so the checks live in the cells themselves
-(assertions, many in ``remove-cell`` cells).
+(assertions, many in cells tagged ``remove-input`` and ``remove-output``: hidden on the page
+but executed by the book build, whose inline execution drops ``remove-cell`` cells).
 """
 
 

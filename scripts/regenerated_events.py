@@ -64,7 +64,7 @@ def regenerate(files, directory: Path, jobs: int) -> None:
 
 def main(argv=None) -> int:
     from icllib.nonlinear.reproduction import EVENTS_FILE, save_events
-    from icllib.nonlinear.runs import data_dir, load_run
+    from icllib.nonlinear.runs import data_dir
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("chapter", choices=CHAPTERS)
@@ -74,12 +74,14 @@ def main(argv=None) -> int:
                     help="first regenerate every shipped run into the folder, other kernels")
     ap.add_argument("--jobs", type=int, default=1, help="with --regenerate: runs side by side")
     args = ap.parse_args(argv)
-    if args.chapter == "ch6":
-        from icllib.nonlinear.induction import InductionRunSummary as cls
-        from icllib.nonlinear.induction.reproduction import run_events
+    if args.chapter == "ch6":           # the one-layer controls need their partners' windows
+        from icllib.nonlinear.induction.reproduction import chapter_events
     else:
         from icllib.nonlinear.grokking.reproduction import run_events
-        from icllib.nonlinear.runs import RunSummary as cls
+        from icllib.nonlinear.reproduction import folder_events
+
+        def chapter_events(directory):
+            return folder_events(directory, run_events)
     shipped = data_dir(args.chapter, args.scale)
     names = sorted(p.name for p in shipped.glob("*.npz"))
     if args.regenerate:
@@ -88,7 +90,11 @@ def main(argv=None) -> int:
     if missing:
         print(f"{args.directory} lacks the regenerated {missing}", file=sys.stderr)
         return 2
-    events = {Path(n).stem: run_events(load_run(args.directory / n, cls)) for n in names}
+    events = chapter_events(args.directory)
+    if sorted(events) != sorted(Path(n).stem for n in names):
+        print(f"{args.directory} holds runs that are not shipped: "
+              f"{sorted(set(events) - {Path(n).stem for n in names})}", file=sys.stderr)
+        return 2
     out = shipped / EVENTS_FILE
     save_events(out, events, command=regeneration_command(args.chapter))
     print(f"{out.relative_to(ROOT)}: events of {len(events)} runs, "

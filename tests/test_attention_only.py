@@ -559,3 +559,53 @@ def test_load_runs_reads_the_shipped_files_and_names_the_script_when_missing(tmp
     assert runs[(2, 1)].qk["effective_rank"].shape == (121, 2, 2)
     with pytest.raises(FileNotFoundError, match="make_ch6_runs.py"):
         load_runs([2], [0], directory=tmp_path)
+
+
+def test_near_and_climb_dips_and_lead_outcomes_on_known_curves():
+    """The looser dip readings accept what the global test rejects, each for its reason; a
+    lead's outcome depends on the anchor (the failure guarded: an anchor or tolerance
+    ignored, or a climb measured from the start instead of the minimum)."""
+    from icllib.nonlinear.induction import find_climb, find_near_dip, lead_outcome
+
+    steps = np.arange(0, 3001, 25)
+    w = EmergenceWindow(True, 2.0, 0.7, 1000, 1100, 1200)
+    # minimum 200 steps before the window start, climbing out through the window
+    v = 5 - 1.0 * np.exp(-((steps - 800) / 150.0) ** 2) + 0.5 * (steps > 2000)
+    assert not find_dip(steps, v, w).is_dip                  # the minimum is not in the window
+    near = find_near_dip(steps, v, w, margin=250)
+    assert near.is_dip and near.step == 800
+    assert not find_near_dip(steps, v, w, margin=100).is_dip
+    climb = find_climb(steps, v, w, tolerance=50)
+    # half-way back up from the minimum (4.0) to the end (5.5): 4.75, reached just before 1000
+    assert climb.is_dip and 900 <= climb.step <= 1000, climb
+    late = 5 - 1.0 * np.exp(-((steps - 2000) / 150.0) ** 2) + 0.5 * (steps > 2600)
+    assert not find_climb(steps, late, w).is_dip and not find_near_dip(steps, late, w).is_dip
+    assert lead_outcome(900.0, w, "start") == "before"
+    assert lead_outcome(1040.0, w, "start") == "with"
+    assert lead_outcome(1040.0, w, "end") == "before"
+    assert lead_outcome(1130.0, w, "mid", tolerance=50) == "with"
+    assert lead_outcome(float("nan"), w, "start") == "after"
+    with pytest.raises(ValueError, match="anchor"):
+        lead_outcome(900.0, w, "middle")
+
+
+def test_control_runs_get_the_placebo_window_of_their_partner():
+    from icllib.nonlinear.induction import (
+        WINDOW_EVENTS,
+        chapter_events,
+        placebo_partner,
+        run_events,
+    )
+
+    assert placebo_partner("run_L1_learned_std0.1_seed3") == "run_L2_learned_std0.1_seed3"
+    assert placebo_partner("run_L2_learned_std0.1_seed3") is None
+    control = load_run(DATA / run_file_name(1, 0), InductionRunSummary)
+    partner = load_run(DATA / run_file_name(2, 0), InductionRunSummary)
+    assert not control.window.emerged
+    own = run_events(control)
+    assert all(np.isnan(own[k]) for k in WINDOW_EVENTS)        # no window of its own
+    placebo = run_events(control, partner.window)
+    assert placebo["window_start"] == partner.window.start and placebo["control"] == 1.0
+    assert all(placebo[k] in (0.0, 1.0) for k in WINDOW_EVENTS if k.startswith("dip "))
+    events = chapter_events(DATA)
+    assert events["run_L1_learned_std0.1_seed0"] == placebo

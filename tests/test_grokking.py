@@ -493,3 +493,78 @@ def test_batched_seeds_equal_single_runs():
                 np.testing.assert_allclose(getattr(b, k), getattr(s, k), rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(b.checkpoints["OV"], s.checkpoints["OV"], rtol=0,
                                        atol=1e-6)
+
+
+# ------------------------------------------------------------------ progress measures
+def _wave_logits(p, keys, noise=0.0, seed=0):
+    """Logits z[a, b, c] = sum_k cos(w_k (a + b - c)) (+ noise): Nanda et al.'s algorithm."""
+    a, b, c = np.meshgrid(*(np.arange(p),) * 3, indexing="ij")
+    z = sum(np.cos(2 * np.pi * k * (a + b - c) / p) for k in keys)
+    return z + noise * np.random.default_rng(seed).normal(size=z.shape)
+
+
+def test_key_frequencies_and_split_on_planted_waves():
+    from icllib.nonlinear.grokking.progress import (
+        key_frequencies,
+        split_logits,
+        sum_frequency_power,
+    )
+
+    p = 13
+    z = _wave_logits(p, (2, 5)) + 0.3 * np.cos(2 * np.pi * 3 * (np.arange(p)[:, None, None]
+                                                                - np.arange(p)[None, :, None]) / p)
+    power = sum_frequency_power(z)
+    assert power.shape == (p // 2,) and np.argsort(power)[-2:].tolist() in ([1, 4], [4, 1])
+    # the a - b wave at k = 3 is not an a + b wave: it carries no power here
+    assert power[2] == pytest.approx(0.0, abs=1e-9)
+    assert key_frequencies(z).tolist() == [2, 5]
+    restricted, excluded = split_logits(z, [2, 5])
+    np.testing.assert_allclose(restricted, _wave_logits(p, (2, 5)) + z.mean(axis=(0, 1)),
+                               atol=1e-12)
+    np.testing.assert_allclose(excluded, z - _wave_logits(p, (2, 5)), atol=1e-12)
+    with pytest.raises(ValueError, match="keys"):
+        split_logits(z, [7])
+
+
+def test_restricted_loss_is_low_and_excluded_high_for_the_fourier_algorithm():
+    """A network that computes a + b mod p with waves: the restricted loss keeps its accuracy,
+    the excluded loss on the training pairs is chance level; for memorised random logits both
+    are bad. The failure this guards: swapping the two ablations, or keeping a - b waves."""
+    from icllib.nonlinear.grokking import modular_dataset
+    from icllib.nonlinear.grokking.progress import cross_entropy, progress_measures
+
+    p = 13
+    data = modular_dataset(p, "add", 0.5, seed=0)
+    z = 4.0 * _wave_logits(p, (2, 5))                              # argmax_c = (a + b) mod p
+    logits = z.reshape(p * p, p)
+    assert np.all(logits.argmax(axis=1) == data.labels)
+    pm = progress_measures(np.stack([logits, logits]), data)
+    assert pm["key_frequencies"].tolist() == [2, 5]
+    assert pm["restricted_loss"][0] == pytest.approx(cross_entropy(logits, data.labels))
+    assert pm["excluded_loss"][0] == pytest.approx(np.log(p), rel=1e-9)  # nothing left
+    memorised = np.random.default_rng(1).normal(size=(p * p, p))
+    pm2 = progress_measures(memorised[None], data, keys=[2, 5])
+    assert pm2["restricted_loss"][0] > np.log(p) - 0.1
+    assert pm2["full_loss"][0] == pytest.approx(cross_entropy(memorised, data.labels))
+
+
+def test_circuit_views_are_transposes_sums_and_stacks():
+    from icllib.nonlinear.grokking.factors import circuit_views
+
+    rng = np.random.default_rng(0)
+    ov, qk = rng.normal(size=(2, 3, 4, 4)), rng.normal(size=(2, 3, 4, 4))
+    v = circuit_views({"OV": ov, "QK": qk})
+    np.testing.assert_array_equal(v["OV_write"][1, 2], ov[1, 2].T)
+    np.testing.assert_allclose(v["OV_sum"][1, 0], ov[1].sum(axis=0))
+    np.testing.assert_allclose(v["OV_sum_write"][0, 0], ov[0].sum(axis=0).T)
+    np.testing.assert_array_equal(v["OV_cat"][0, 0, 4:8], ov[0, 1])
+    np.testing.assert_array_equal(v["OV_cat_write"][0, 0, 8:], ov[0, 2].T)
+    # the write side sees the column space: a head that writes one direction has write
+    # distance 0 to any rescaling of it while its read side turns
+    from icllib.metrics import subspace_distance
+    u = np.array([1.0, 0, 0, 0])
+    m0, m1 = np.outer(u, [1.0, 0, 0, 0]), np.outer(2 * u, [0, 1.0, 0, 0])
+    assert subspace_distance(m0, m1) == pytest.approx(1.0)
+    assert subspace_distance(m0.T, m1.T) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="stacks"):
+        circuit_views({"OV": ov, "QK": qk[:, :2]})

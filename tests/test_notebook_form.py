@@ -73,3 +73,14 @@ def test_no_solution_is_an_open_box():
         text = path.read_text(encoding="utf-8")
         for m in re.finditer(r"(?:```+|:::+)\{solution\}[^\n]*\n((?::[^\n]*\n)*)", text):
             assert ":class: dropdown" in m.group(1), f"{path.name}: a solution shown open"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_code_cell_is_tagged_remove_cell(path):
+    """The book executes inline (``nb_execution_mode: inline``, for ``{eval}``), and inline
+    execution drops ``remove-cell`` cells before running them: a hidden check tagged so would
+    never run in the build, and a variable it defines would be missing.  Hidden cells are
+    tagged ``remove-input`` and ``remove-output`` instead."""
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "code":
+            assert "remove-cell" not in cell.metadata.get("tags", []), cell.source[:80]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..metrics import effective_rank, marginal_effective_rank, subspace_distance
-from ..validation import check_int
+from ..validation import check_choice, check_int
 
-__all__ = ["circuit_metrics", "parameter_norm", "parameters_norm"]
+__all__ = ["circuit_metrics", "parameter_norm", "parameters_norm", "RANKS", "FINAL_RANK_RTOL",
+           "float32_rtol", "final_rank", "truncated_metrics"]
 
 
 def parameters_norm(tensors, *, batch_dims: int = 0):
@@ -129,3 +130,89 @@ def circuit_metrics(stack, *, rank: int | None = None, reference: int = -1, ks=(
                     out["rotation"][t, j] = subspace_distance(m[t], m[t + lag], rank=r,
                                                               rtol=rtol)
     return {name: v.reshape(T, *lead, *v.shape[2:]) for name, v in out.items()}
+
+
+# ------------------------------------------------------------------ truncation levels
+#: the truncation-rank levels of a subspace distance (book chapters 6 and 7): ``"final"``,
+#: r = the numerical rank of the reference M(T) at :data:`FINAL_RANK_RTOL` (per matrix);
+#: ``"d_head"``, r = d_head; ``"none"``, every direction above float32 rounding
+#: (:func:`float32_rtol`)
+RANKS = ("final", "d_head", "none")
+#: relative cut of the "final" numerical rank: singular values below 1 % of the largest
+FINAL_RANK_RTOL = 1e-2
+
+
+def float32_rtol(shape) -> float:
+    """``max(m, n) * eps(float32)``: below this relative size a singular value of a stored
+    float32 ``m x n`` matrix is rounding noise (numpy's ``matrix_rank`` convention)."""
+    return float(max(shape[-2:]) * np.finfo(np.float32).eps)
+
+
+def final_rank(M, rtol: float = FINAL_RANK_RTOL) -> int:
+    """Number of singular values of ``M`` above ``rtol`` times the largest (at least 1)."""
+    sv = np.linalg.svd(np.asarray(M, dtype=np.float64), compute_uv=False)
+    return max(1, int(np.count_nonzero(sv > rtol * sv[0])))
+
+
+def truncated_metrics(stack, rank: str, d_head: int, *, reference: int = -1,
+                      lag: int | None = None) -> dict[str, np.ndarray]:
+    """Distance to a reference checkpoint and rotation at one truncation-rank level.
+
+    The level only chooses each matrix's truncation rank ``r`` and singular-value cut-off;
+    the distances and rotations are those of :func:`circuit_metrics` with that ``rank`` and
+    ``rtol`` (one call per distinct ``r``).  Chapter 6 applies it to the per-layer QK views,
+    chapter 7 to every checkpointed matrix.
+
+    Parameters
+    ----------
+    stack : array_like, shape (T, K, m, n)
+        ``T`` checkpoints of ``K`` matrices (heads; ``K = 1`` for a weight matrix).
+    rank : {"final", "d_head", "none"}
+        The level (:data:`RANKS`).  ``"d_head"`` truncates to ``min(d_head, m, n)``
+        directions with float64's cut-off, exactly
+        :func:`~icllib.nonlinear.circuits.circuit_metrics` with ``rank = d_head``;
+        ``"final"`` and ``"none"`` use the float32 cut-off :func:`float32_rtol`.
+    d_head : int
+    reference : int
+        Checkpoint index of ``M(S)``.
+    lag : int, optional
+        Checkpoint lag of the rotation ``dist(M(t), M(t + lag))``.
+
+    Returns
+    -------
+    dict
+        ``"distance"`` and (with ``lag``) ``"rotation"``, shape ``(T, K)`` (rotation NaN for
+        the last ``lag`` checkpoints); ``"rank"``, shape ``(K,)``: the ``r`` used (for
+        ``"none"``: the float32 numerical rank of ``M(S)``, for information).
+    """
+    M = np.asarray(stack, dtype=np.float64)
+    if M.ndim != 4:
+        raise ValueError(f"stack must have shape (T, K, m, n), got {M.shape}")
+    rank = check_choice("rank", rank, RANKS)
+    d_head = check_int("d_head", d_head, 1)
+    T, K = M.shape[:2]
+    reference = check_int("reference", reference, -T, T - 1)
+    if lag is not None:
+        lag = check_int("lag", lag, 1, T - 1)
+    tol32 = float32_rtol(M.shape)
+    refs = M[reference]
+    if rank == "final":
+        ranks, rtol = [final_rank(ref) for ref in refs], tol32
+    elif rank == "d_head":
+        ranks, rtol = [min(d_head, *M.shape[-2:])] * K, None
+    else:
+        ranks, rtol = [None] * K, tol32
+    out = {"distance": np.empty((T, K)),
+           "rank": np.array([final_rank(ref, tol32) if r is None else r
+                             for r, ref in zip(ranks, refs)], dtype=np.int64)}
+    if lag is not None:
+        out["rotation"] = np.full((T, K), np.nan)
+    for r in dict.fromkeys(ranks):                 # the heads that share one r, in one call
+        heads = [k for k in range(K) if ranks[k] == r]
+        m = circuit_metrics(M[:, heads], rank=r, reference=reference, lag=lag, rtol=rtol)
+        out["distance"][:, heads] = m["subspace_distance"]
+        if lag is not None:
+            out["rotation"][:, heads] = m["rotation"]
+    return out
+
+

@@ -13,8 +13,13 @@ metrics') needs a truncation rank ``r`` for ``M(t)``.  Chapter 7 varies it over 
   For a matrix whose rank equals its number of columns (``W_in``, ``W_U``) the row space is
   then the whole space and the distance is identically 0.
 
-and the OV and QK circuits are taken per head (then averaged over heads) or summed over heads
-(``"OV_sum"``, ``"QK_sum"``, :data:`FACTOR_MATRICES`).  The events read off a distance curve
+(the levels themselves live in :mod:`icllib.nonlinear.circuits`, shared with chapter 6), and
+the OV and QK circuits are taken per head (then averaged over heads), summed over heads
+(``"OV_sum"``, ``"QK_sum"``) or, for OV, concatenated (``"OV_cat"``: the heads' circuits
+stacked, whose row space is the sum of what the heads read); each OV view also on its *write*
+side (``"OV_write"``, ``"OV_sum_write"``, ``"OV_cat_write"``: the same metrics of the
+transposed matrices, i.e. of the column spaces: what the heads write into the residual
+stream).  :data:`FACTOR_MATRICES` lists them all.  The events read off a distance curve
 (:func:`icllib.metrics.half_way_time`, :func:`distance_events`) are compared with the
 test-accuracy steps ``t50`` and ``t95`` as signed leads, not only against a threshold.
 """
@@ -24,36 +29,50 @@ from __future__ import annotations
 import numpy as np
 
 from ...metrics import first_crossing, half_way_time
-from ...validation import check_choice, check_int
-from ..circuits import circuit_metrics
+from ...validation import check_choice
+from ..circuits import FINAL_RANK_RTOL, RANKS, final_rank, float32_rtol, truncated_metrics
 from .analysis import settle_step
 from .model import CIRCUIT_NAMES
 
 __all__ = ["RANKS", "FINAL_RANK_RTOL", "NO_SIGNAL", "FACTOR_MATRICES", "float32_rtol", "final_rank",
            "distance_key", "rotation_key", "truncated_metrics", "distance_events",
-           "PLACES", "classify_half", "factor_table"]
+           "PLACES", "classify_half", "factor_table", "circuit_views"]
 
-#: the truncation-rank levels (see the module docstring)
-RANKS = ("final", "d_head", "none")
-#: relative cut of the "final" numerical rank: singular values below 1 % of the largest
-FINAL_RANK_RTOL = 1e-2
 #: a fall of a distance curve smaller than this is no signal (rounding of float32 data)
 NO_SIGNAL = 1e-4
-#: the matrices whose distances the chapter stores at every rank: the checkpointed ones and
-#: the OV and QK circuits summed over heads
-FACTOR_MATRICES = CIRCUIT_NAMES + ("OV_sum", "QK_sum")
+#: the matrices whose distances the chapter stores at every rank: the checkpointed ones, the
+#: OV and QK circuits summed over heads, and the other views of OV (read side: row space;
+#: write side: column space; per head, summed, concatenated)
+FACTOR_MATRICES = CIRCUIT_NAMES + ("OV_sum", "QK_sum", "OV_write", "OV_sum_write", "OV_cat",
+                                   "OV_cat_write")
 
 
-def float32_rtol(shape) -> float:
-    """``max(m, n) * eps(float32)``: below this relative size a singular value of a stored
-    float32 ``m x n`` matrix is rounding noise (numpy's ``matrix_rank`` convention)."""
-    return float(max(shape[-2:]) * np.finfo(np.float32).eps)
+def circuit_views(stacks: dict) -> dict:
+    """The derived views of the OV and QK circuits, from per-head checkpoint stacks.
 
+    Parameters
+    ----------
+    stacks : dict
+        ``"OV"`` and ``"QK"``: arrays of shape ``(T, H, d, d)``.
 
-def final_rank(M, rtol: float = FINAL_RANK_RTOL) -> int:
-    """Number of singular values of ``M`` above ``rtol`` times the largest (at least 1)."""
-    sv = np.linalg.svd(np.asarray(M, dtype=np.float64), compute_uv=False)
-    return max(1, int(np.count_nonzero(sv > rtol * sv[0])))
+    Returns
+    -------
+    dict
+        ``"OV_sum"``, ``"QK_sum"`` (``(T, 1, d, d)``: summed over heads); ``"OV_write"``
+        (``(T, H, d, d)``: each head's OV transposed, so that its row space is the head's
+        column space, what it writes); ``"OV_sum_write"``; ``"OV_cat"`` (``(T, 1, H d, d)``:
+        the heads stacked, row space = the sum of what the heads read) and ``"OV_cat_write"``
+        (``(T, 1, H d, d)``: the transposes stacked, row space = the sum of what they write).
+    """
+    ov, qk = np.asarray(stacks["OV"]), np.asarray(stacks["QK"])
+    if ov.ndim != 4 or qk.shape != ov.shape:
+        raise ValueError(f"stacks['OV'] and stacks['QK'] must have one shape (T, H, d, d), got "
+                         f"{ov.shape} and {qk.shape}")
+    T, H, d, _ = ov.shape
+    ov_t = ov.transpose(0, 1, 3, 2)
+    return {"OV_sum": ov.sum(axis=1, keepdims=True), "QK_sum": qk.sum(axis=1, keepdims=True),
+            "OV_write": ov_t, "OV_sum_write": ov_t.sum(axis=1, keepdims=True),
+            "OV_cat": ov.reshape(T, 1, H * d, d), "OV_cat_write": ov_t.reshape(T, 1, H * d, d)}
 
 
 def distance_key(name: str, rank: str, reference_step: int) -> str:
@@ -68,68 +87,6 @@ def rotation_key(name: str, rank: str) -> str:
     """Array name of a stored rotation curve (``"<name>/rotation"`` for ``"d_head"``)."""
     rank = check_choice("rank", rank, RANKS)
     return f"{name}/rotation" if rank == "d_head" else f"{name}/rotation_{rank}"
-
-
-def truncated_metrics(stack, rank: str, d_head: int, *, reference: int = -1,
-                      lag: int | None = None) -> dict[str, np.ndarray]:
-    """Distance to a reference checkpoint and rotation at one truncation-rank level.
-
-    The level only chooses each matrix's truncation rank ``r`` and singular-value cut-off;
-    the distances and rotations are those of
-    :func:`icllib.nonlinear.circuits.circuit_metrics` with that ``rank`` and ``rtol`` (one
-    call per distinct ``r``).
-
-    Parameters
-    ----------
-    stack : array_like, shape (T, K, m, n)
-        ``T`` checkpoints of ``K`` matrices (heads; ``K = 1`` for a weight matrix).
-    rank : {"final", "d_head", "none"}
-        The level (module docstring).  ``"d_head"`` truncates to ``min(d_head, m, n)``
-        directions with float64's cut-off, exactly
-        :func:`~icllib.nonlinear.circuits.circuit_metrics` with ``rank = d_head``;
-        ``"final"`` and ``"none"`` use the float32 cut-off :func:`float32_rtol`.
-    d_head : int
-    reference : int
-        Checkpoint index of ``M(S)``.
-    lag : int, optional
-        Checkpoint lag of the rotation ``dist(M(t), M(t + lag))``.
-
-    Returns
-    -------
-    dict
-        ``"distance"`` and (with ``lag``) ``"rotation"``, shape ``(T, K)`` (rotation NaN for
-        the last ``lag`` checkpoints); ``"rank"``, shape ``(K,)``: the ``r`` used (for
-        ``"none"``: the float32 numerical rank of ``M(S)``, for information).
-    """
-    M = np.asarray(stack, dtype=np.float64)
-    if M.ndim != 4:
-        raise ValueError(f"stack must have shape (T, K, m, n), got {M.shape}")
-    rank = check_choice("rank", rank, RANKS)
-    d_head = check_int("d_head", d_head, 1)
-    T, K = M.shape[:2]
-    reference = check_int("reference", reference, -T, T - 1)
-    if lag is not None:
-        lag = check_int("lag", lag, 1, T - 1)
-    tol32 = float32_rtol(M.shape)
-    refs = M[reference]
-    if rank == "final":
-        ranks, rtol = [final_rank(ref) for ref in refs], tol32
-    elif rank == "d_head":
-        ranks, rtol = [min(d_head, *M.shape[-2:])] * K, None
-    else:
-        ranks, rtol = [None] * K, tol32
-    out = {"distance": np.empty((T, K)),
-           "rank": np.array([final_rank(ref, tol32) if r is None else r
-                             for r, ref in zip(ranks, refs)], dtype=np.int64)}
-    if lag is not None:
-        out["rotation"] = np.full((T, K), np.nan)
-    for r in dict.fromkeys(ranks):                 # the heads that share one r, in one call
-        heads = [k for k in range(K) if ranks[k] == r]
-        m = circuit_metrics(M[:, heads], rank=r, reference=reference, lag=lag, rtol=rtol)
-        out["distance"][:, heads] = m["subspace_distance"]
-        if lag is not None:
-            out["rotation"][:, heads] = m["rotation"]
-    return out
 
 
 def distance_events(summary, matrix: str, rank: str = "d_head", *,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .analysis import grokking_timing
 from .factors import FACTOR_MATRICES, PLACES, RANKS, classify_half, distance_events
+from .progress import progress_events
 
 __all__ = ["run_events"]
 
@@ -25,7 +26,8 @@ def run_events(summary) -> dict[str, float]:
     -------
     dict of str -> float
         ``train_100``, ``test_50``, ``test_95`` (steps, :func:`grokking_timing`; NaN when
-        never reached), ``final_train_acc``, ``final_test_acc``; for every matrix of
+        never reached), ``final_train_acc``, ``final_test_acc``; the progress-measure events
+        of :func:`~.progress.progress_events`; for every matrix of
         :data:`FACTOR_MATRICES` and rank of :data:`RANKS`, ``"half <matrix> / <rank>"`` (the
         half-time of :func:`distance_events`, NaN without a fall) and ``"place <matrix> /
         <rank>"`` (index into :data:`PLACES` of :func:`classify_half`), ``"settle <matrix> /
@@ -35,7 +37,7 @@ def run_events(summary) -> dict[str, float]:
     t = grokking_timing(summary)
     ev = {k: float(t[k]) for k in ("train_100", "test_50", "test_95")}
     ev.update(final_train_acc=float(summary["train_acc"][-1]),
-              final_test_acc=float(summary["test_acc"][-1]))
+              final_test_acc=float(summary["test_acc"][-1]), **progress_events(summary))
     for matrix in FACTOR_MATRICES:
         for rank in RANKS:
             e = distance_events(summary, matrix, rank)

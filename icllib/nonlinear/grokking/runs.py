@@ -21,7 +21,9 @@ from ..circuits import circuit_metrics
 from ..runs import RunSummary, data_dir, make_command
 from ..runs import load_runs as _load_files
 from .analysis import embedding_fourier_power
-from .factors import FINAL_RANK_RTOL, distance_key, rotation_key, truncated_metrics
+from .factors import FINAL_RANK_RTOL, circuit_views, distance_key, rotation_key, truncated_metrics
+from .progress import KEY_SHARE, progress_measures
+from .task import modular_dataset, with_random_labels
 from .training import (
     GrokkingRun,
     experiment_plan,
@@ -49,14 +51,18 @@ def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
     ``lag``) and ``"<name>/distance_to_<S>"`` for each ``S`` in ``reference_steps``
     (default: the last checkpoint), all from :func:`icllib.nonlinear.circuits.circuit_metrics`
     with truncation rank ``rank`` (default ``d_head``; book chapter 7, 'The metrics'); the
-    same for the circuits summed over heads, ``"OV_sum"`` and ``"QK_sum"``; with ``factors``
+    same for the derived views of the circuits (:func:`~.factors.circuit_views`: summed,
+    concatenated, write side); with ``factors``
     (default) also the distance to the last checkpoint and the rotation at the other two
     truncation-rank levels of :mod:`~icllib.nonlinear.grokking.factors`
     (``"<name>/distance_final_to_<T>"``, ``"<name>/rotation_none"``, ...) and the ranks used
     (``"<name>/rank_final"``, ``"<name>/rank_none"``);
     ``fourier_top_share`` (the share of the embedding's Fourier power in its
     ``top_frequencies`` strongest frequencies, at each checkpoint); ``W_E_final``, the final
-    number embeddings (``p x d_model``).  Stored in float32.
+    number embeddings (``p x d_model``); when the run recorded its logits (``run.logits``),
+    the progress measures of :func:`~.progress.progress_measures` at every checkpoint,
+    ``"progress/restricted_loss"``, ``"progress/excluded_loss"``, ``"progress/full_loss"``
+    and ``"progress/key_frequencies"``.  Stored in float32.
 
     Raises
     ------
@@ -86,9 +92,8 @@ def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
         if M.shape[0] != steps.size:
             raise ValueError(f"checkpoints[{name!r}] has {M.shape[0]} entries, "
                              f"expected {steps.size}")
-    for name in ("OV", "QK"):                                      # summed over heads
-        if name in stacks:
-            stacks[f"{name}_sum"] = stacks[name].sum(axis=1, keepdims=True)
+    if "OV" in stacks and "QK" in stacks:      # summed, concatenated, write side (factors)
+        stacks.update(circuit_views(stacks))
     for name, M in stacks.items():
         for j, (S, i) in enumerate(index.items()):
             m = circuit_metrics(M, rank=rank, reference=i, lag=lag if j == 0 else None)
@@ -107,6 +112,14 @@ def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
                       for W in W_E])
     arrays["fourier_top_share"] = share.astype(f32)
     arrays["W_E_final"] = W_E[-1, :c.p].astype(f32)
+    if run.logits is not None:                          # Nanda et al.'s progress measures
+        data = modular_dataset(c.p, c.op, c.train_frac, c.seed)
+        if c.random_labels:
+            data = with_random_labels(data, c.seed)
+        pm = progress_measures(run.logits, data)
+        for k in ("restricted_loss", "excluded_loss", "full_loss"):
+            arrays[f"progress/{k}"] = pm[k].astype(f32)
+        arrays["progress/key_frequencies"] = pm["key_frequencies"].astype(np.int32)
     meta = dict(experiment="grokking", chapter=CHAPTER, scale=scale, seed=int(c.seed),
                 config=asdict(c), command=str(command), seconds=float(run.seconds),
                 steps_per_second=float(run.steps_per_second), torch_version=torch.__version__,
@@ -114,7 +127,8 @@ def summarize_run(run: GrokkingRun, *, command: str = "", scale: str = "quick",
                 analysis=dict(metric_rank=rank, lag=lag, top_frequencies=top_frequencies,
                               reference_steps=list(index),
                               factor_ranks=["final", "none"] if factors else [],
-                              final_rank_rtol=FINAL_RANK_RTOL))
+                              final_rank_rtol=FINAL_RANK_RTOL,
+                              key_share=KEY_SHARE if run.logits is not None else None))
     return RunSummary(meta, arrays)
 
 

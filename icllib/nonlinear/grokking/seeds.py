@@ -80,6 +80,7 @@ def train_grokking_seeds(configs, *, device: str = "cpu",
         curves = torch.empty(n_eval, S, len(CURVE_NAMES), dtype=torch.float64, device=device)
         host, state = [], {"done": 0, "copied": 0}
         ck_steps, ck = [], [{k: [] for k in CIRCUIT_NAMES} for _ in range(S)]
+        ck_logits = []
         seed_loss = torch.vmap(grokking_loss)
 
         def evaluate():
@@ -100,6 +101,8 @@ def train_grokking_seeds(configs, *, device: str = "cpu",
             for i in range(S):
                 for k, v in batched.model(i, template).circuits().items():
                     ck[i][k].append(v)
+            with torch.no_grad():
+                ck_logits.append(batched(x_all).to("cpu", torch.float32).numpy())   # (S, p^2, p)
 
         t0 = time.perf_counter()
         evaluate()
@@ -124,5 +127,6 @@ def train_grokking_seeds(configs, *, device: str = "cpu",
             test_loss=arr["test_loss"], train_acc=arr["train_acc"], test_acc=arr["test_acc"],
             param_norm=arr["param_norm"], checkpoint_steps=np.asarray(ck_steps, dtype=np.int64),
             checkpoints={k: np.stack(v) for k, v in ck[i].items()}, seconds=wall,
-            steps_per_second=S * c.n_steps / wall, model=None, device=str(device)))
+            steps_per_second=S * c.n_steps / wall, model=None, device=str(device),
+            logits=np.stack([z[i] for z in ck_logits])))
     return out

@@ -148,7 +148,9 @@ class GrokkingRun:
 
     ``eval_steps`` index ``train_loss, test_loss, train_acc, test_acc, param_norm`` (the
     norm of all parameters, :func:`icllib.nonlinear.circuits.parameter_norm`);
-    ``checkpoint_steps`` index the leading axis of every array in ``checkpoints``.
+    ``checkpoint_steps`` index the leading axis of every array in ``checkpoints`` and of
+    ``logits`` (float32, shape ``(T, p * p, p)``: the logits of every pair at each checkpoint,
+    for the progress measures of :mod:`~icllib.nonlinear.grokking.progress`).
     ``seconds`` is the training loop's wall time (evaluations included),
     ``steps_per_second = n_steps / seconds``.
     """
@@ -166,6 +168,7 @@ class GrokkingRun:
     steps_per_second: float = 0.0
     model: ModularTransformer | None = field(default=None, repr=False)
     device: str = "cpu"
+    logits: np.ndarray | None = field(default=None, repr=False)
 
 
 #: the curves recorded every ``eval_every`` steps, in the order of :class:`GrokkingRun`
@@ -236,7 +239,7 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
         n_eval = len(range(0, c.n_steps + 1, c.eval_every)) + (c.n_steps % c.eval_every != 0)
         curves = torch.empty(n_eval, len(CURVE_NAMES), dtype=torch.float64, device=device)
         host, n_done, n_copied = [], 0, 0
-        ck_steps, ck = [], {k: [] for k in CIRCUIT_NAMES}
+        ck_steps, ck, ck_logits = [], {k: [] for k in CIRCUIT_NAMES}, []
         params = list(model.parameters())
 
         def evaluate():
@@ -258,6 +261,8 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
             ck_steps.append(step)
             for k, v in model.circuits().items():
                 ck[k].append(v)
+            with torch.no_grad():                                # no effect on training
+                ck_logits.append(model(inputs).to("cpu", torch.float32).numpy())
 
         bar = tqdm(total=c.n_steps, disable=not progress,
                    desc=f"grokking p={c.p} seed={c.seed}", mininterval=0.5)
@@ -294,4 +299,5 @@ def train_grokking(config: GrokkingConfig, *, progress: bool = True,
         checkpoints={k: np.stack(v) for k, v in ck.items()},
         seconds=wall, steps_per_second=c.n_steps / wall,
         model=model.cpu() if keep_model else None, device=str(device),
+        logits=np.stack(ck_logits),
     )

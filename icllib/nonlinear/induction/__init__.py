@@ -3,11 +3,11 @@
 Modules: :mod:`.task` (the periodic sequences), :mod:`.model` (the transformer and its QK/OV
 circuits), :mod:`.training` (Adam, checkpoints, the chapter's settings), :mod:`.analysis`
 (head scores, emergence window, dips), :mod:`.ablation` (losses with heads removed),
-:mod:`.factors` (the claims' tests as functions of
-view, layer and dip test), :mod:`.runs` (the shipped run files), :mod:`.reproduction` (what the
-chapter concludes from a run, as events), :mod:`.seeds` (several seeds
-trained as one batched model, for a GPU).  Everything is
-re-exported here: ``from icllib.nonlinear.induction import make_run``.
+:mod:`.factors` (the claims' tests as functions of view, layer, truncation rank, dip test
+and anchor), :mod:`.runs` (the shipped run files), :mod:`.reproduction` (what the chapter
+concludes from a run, as events), :mod:`.seeds` (several seeds trained as one batched model,
+for a GPU).  Everything is re-exported here: ``from icllib.nonlinear.induction import
+make_run``.
 """
 
 from .ablation import HEAD_ABLATIONS, ablated_losses, head_ablations
@@ -28,14 +28,25 @@ from .analysis import (
     previous_token_score,
 )
 from .factors import (
+    ANCHORS,
+    DIP_MARGIN,
     DIP_TESTS,
+    DISTANCE_RANKS,
     LAYERS,
+    LEAD_OUTCOMES,
     VIEWS,
+    WITH_TOLERANCE,
+    anchor_step,
     circuit_curve,
+    curve_half,
+    dip_shape,
     dip_test,
     distance_lead,
+    find_climb,
     find_local_dip,
+    find_near_dip,
     helper_head,
+    lead_outcome,
 )
 from .model import (
     MAX_LAYERS,
@@ -44,7 +55,7 @@ from .model import (
     AttentionOnlyTransformer,
     sinusoidal_positions,
 )
-from .reproduction import WINDOW_EVENTS, run_events
+from .reproduction import HALF_EVENTS, WINDOW_EVENTS, chapter_events, placebo_partner, run_events
 from .runs import (
     CHAPTER,
     RELATIVE_SETTING,
@@ -87,11 +98,13 @@ __all__ = [
     "previous_token_score", "duplicate_token_score", "induction_score", "head_scores",
     "HEAD_SCORE_LEVEL", "CIRCUIT_KINDS", "circuit_kind", "ICL_SUCCESS_LOSS",
     "EmergenceWindow", "icl_emergence_window", "Dip", "find_dip",
-    "VIEWS", "LAYERS", "DIP_TESTS", "find_local_dip", "helper_head", "circuit_curve",
-    "dip_test", "distance_lead",
+    "VIEWS", "LAYERS", "DIP_TESTS", "ANCHORS", "LEAD_OUTCOMES", "DISTANCE_RANKS", "DIP_MARGIN",
+    "WITH_TOLERANCE", "find_local_dip", "find_near_dip", "find_climb", "helper_head",
+    "circuit_curve", "dip_test", "curve_half", "lead_outcome", "distance_lead", "anchor_step",
+    "dip_shape",
     "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
     "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid",
     "train_attention_only_seeds", "head_score_masks", "head_scores_on_device",
     "RELATIVE_SETTING", "relative_grid", "ablated_losses", "HEAD_ABLATIONS", "head_ablations",
-    "WINDOW_EVENTS", "run_events",
+    "WINDOW_EVENTS", "HALF_EVENTS", "run_events", "placebo_partner", "chapter_events",
 ]

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ...scale import current_scale
-from ..circuits import circuit_metrics
+from ..circuits import circuit_metrics, truncated_metrics
 from ..runs import RunSummary, data_dir, make_command
 from ..runs import load_runs as _load_files
 from .analysis import EmergenceWindow, icl_emergence_window
@@ -52,7 +52,10 @@ class InductionRunSummary(RunSummary):
     circuit ``qk`` and ``ov``, per head: ``effective_rank``, ``subspace_distance``, ``norm``
     (C, L, H) and ``marginal_effective_rank`` (C, L, H, len(ks)) (OV: (C, L, H, 1)); for the
     QK circuit per layer, ``qk_concat`` (heads stacked) and ``qk_sum`` (heads summed): the
-    same metrics of shape (C, L) and (C, L, 1) (see :func:`summarize_run`).
+    same metrics of shape (C, L) and (C, L, 1); and the QK subspace distance at the
+    ``"final"`` truncation-rank level (:data:`icllib.nonlinear.circuits.RANKS`):
+    ``qk/subspace_distance_final`` (C, L, H), ``qk_concat/subspace_distance_final`` and
+    ``qk_sum/subspace_distance_final`` (C, L) (see :func:`summarize_run`).
     """
 
     @property
@@ -113,7 +116,9 @@ def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "qui
     heads' circuits stacked one above the other (``H d_model x d_model``; its row space is the
     sum of the heads' key spaces) and ``qk_sum``, their sum (the layer's total score
     ``x_j^T (sum_h QK_h) x_k``); both can have full rank ``d_model``, so their subspace
-    distance is truncated to ``rank = d_head``.  Curves are stored in float32.
+    distance is truncated to ``rank = d_head`` (and stored at the ``"final"`` truncation-rank
+    level too, :func:`icllib.nonlinear.circuits.truncated_metrics`).  Curves are stored in
+    float32.
 
     With ``weights=True`` (a run trained with ``keep_model=True``) the trained model's
     parameters and buffers are stored too, as ``weights/<name>`` (float32), so that
@@ -151,6 +156,15 @@ def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "qui
     for circ, stack in layer_circuits.items():
         for name, v in circuit_metrics(stack, ks=ks[:1], rank=d // H).items():
             arrays[f"{circ}/{name}"] = v.astype(f32)
+    # the QK distance at the "final" truncation-rank level too (book chapter 6, 'Factors'): the
+    # stored per-layer distance is the "d_head" level, and "none" is 0 at every step (the
+    # per-layer views have full rank); a head's untruncated distance is both its "d_head"
+    # and its "none" level (a head has rank <= d_head)
+    per_layer = ((c, v.reshape(C, Lyr, *v.shape[-2:])) for c, v in layer_circuits.items())
+    for circ, stack in (("qk", qk.reshape(C, Lyr * H, d, d)), *per_layer):
+        m = truncated_metrics(stack, "final", d // H)
+        shape = (C, Lyr, H) if circ == "qk" else (C, Lyr)
+        arrays[f"{circ}/subspace_distance_final"] = m["distance"].reshape(shape).astype(f32)
     if weights:
         for name, v in run.model.state_dict().items():
             arrays[f"weights/{name}"] = v.detach().cpu().numpy().astype(f32)
