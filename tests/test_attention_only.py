@@ -378,12 +378,17 @@ def test_summary_round_trips_through_npz(tmp_path, deterministic):
     t = load_run(tmp_path / "x.npz", InductionRunSummary)
     assert t.meta["command"] == "a command" and t.seed == 1 and t.n_layers == 2
     assert t.train_loss.shape == (3,)                          # 30 steps in bins of 10
-    assert t.meta["analysis"]["ks"] == [1, 2, 3]
-    assert t.qk["marginal_effective_rank"].shape == (4, 2, 2, 3)
+    assert t.meta["analysis"]["ks"] == [1]
+    assert t.qk["marginal_effective_rank"].shape == (4, 2, 2, 1)
     np.testing.assert_allclose(t.icl_loss, s.icl_loss, rtol=1e-6)
-    for name in s.qk:
-        np.testing.assert_allclose(t.qk[name], s.qk[name], rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(t.ov[name], s.ov[name], rtol=1e-6, atol=1e-7)
+    for group in ("qk", "ov", "qk_concat", "qk_sum"):
+        for name in getattr(s, group):
+            np.testing.assert_allclose(getattr(t, group)[name], getattr(s, group)[name],
+                                       rtol=1e-6, atol=1e-7)
+    # the "final" truncation level: the final matrix's distance to itself is its share beyond
+    # its own numerical rank (singular values below 1 % of the largest): below 1 % x sqrt(d)
+    assert t.qk["subspace_distance_final"].shape == (4, 2, 2)
+    assert np.all(t.qk_sum["subspace_distance_final"][-1] < 0.01 * np.sqrt(8))
     assert t.factors == dict(n_layers=2, init_std=1.0, positional="learned")
     # per-layer QK: heads stacked (norm^2 = sum of the heads' norms^2) and heads summed
     assert t.qk_concat["effective_rank"].shape == t.qk_sum["norm"].shape == (4, 2)
@@ -607,5 +612,7 @@ def test_control_runs_get_the_placebo_window_of_their_partner():
     placebo = run_events(control, partner.window)
     assert placebo["window_start"] == partner.window.start and placebo["control"] == 1.0
     assert all(placebo[k] in (0.0, 1.0) for k in WINDOW_EVENTS if k.startswith("dip "))
-    events = chapter_events(DATA)
-    assert events["run_L1_learned_std0.1_seed0"] == placebo
+    folder = chapter_events(DATA)["run_L1_learned_std0.1_seed0"]
+    assert folder.keys() == placebo.keys()
+    assert all(folder[k] == placebo[k] or (np.isnan(folder[k]) and np.isnan(placebo[k]))
+               for k in folder)

@@ -20,6 +20,19 @@ def test_events_round_trip_keeps_nan_and_the_command(tmp_path):
     assert "null" in (tmp_path / "e.json").read_text()      # strict JSON, no NaN literal
 
 
+def test_events_round_trip_keeps_absent_events_and_float32_values(tmp_path):
+    """Runs with events the others lack (ablations) keep exactly their own events; a float32
+    value survives the 9 significant digits the file keeps (the failure guarded: an absent
+    event read back as NaN or 0, or a value rounded below float32 precision)."""
+    x = float(np.float32(0.155000344))
+    events = {"with": {"t": x, "ablated": 2.5}, "without": {"t": 1e-7}}
+    save_events(tmp_path / "e.json", events, command="c")
+    back, _ = load_events(tmp_path / "e.json")
+    assert back["without"] == {"t": 1e-7} and back["with"]["ablated"] == 2.5
+    assert np.float32(back["with"]["t"]) == np.float32(x)
+    assert back["with"]["t"] == pytest.approx(x, rel=1e-8)
+
+
 def test_event_differences_signs_nan_pairs_and_one_sided_events():
     shipped = {"r": {"t": 100.0, "both_never": math.nan, "one_never": 5.0}}
     other = {"r": {"t": 75.0, "both_never": math.nan, "one_never": math.nan}}
@@ -41,28 +54,40 @@ def test_event_differences_and_save_refuse_bad_input(tmp_path):
 def test_induction_run_events_are_the_chapter_tests():
     from icllib.nonlinear.induction import (
         DIP_TESTS,
+        DISTANCE_RANKS,
         LAYERS,
         VIEWS,
+        curve_half,
         dip_test,
-        distance_lead,
         load_runs,
     )
-    from icllib.nonlinear.induction.reproduction import WINDOW_EVENTS, run_events
+    from icllib.nonlinear.induction.reproduction import HALF_EVENTS, WINDOW_EVENTS, run_events
 
     runs = load_runs([1, 2], [0])
     deep, shallow = runs[2, 0], runs[1, 0]
     ev = run_events(deep)
     w = deep.window
     assert (ev["window_start"], ev["window_mid"], ev["window_end"]) == (w.start, w.mid, w.end)
-    assert ev["emerged"] == 1.0 and ev["final_icl_loss"] == deep.icl_loss[-1]
+    assert ev["emerged"] == 1.0 and ev["control"] == 0.0
+    assert ev["final_icl_loss"] == deep.icl_loss[-1]
     for v in VIEWS:
         for layer in LAYERS:
-            assert ev[f"lead {v} / {layer}"] == distance_lead(deep, v, layer)
+            for r in DISTANCE_RANKS:
+                assert ev[f"half {v} / {layer} / {r}"] == curve_half(deep, v, layer, rank=r)
             for t in DIP_TESTS:
                 assert ev[f"dip {v} / {layer} / {t}"] == float(dip_test(deep, v, layer, t).is_dip)
+    # a one-layer run has no window of its own: its window events exist only against the
+    # placebo window of its partner, its half-times always
     one = run_events(shallow)
-    assert one["emerged"] == 0.0 and set(one) == set(ev)
+    assert one["emerged"] == 0.0 and one["control"] == 1.0 and set(one) == set(ev)
     assert all(math.isnan(one[k]) for k in WINDOW_EVENTS) and math.isnan(one["circuit_kind"])
+    assert all(np.isfinite(one[k]) for k in HALF_EVENTS if "stacked" not in k
+               and "summed" not in k)
+    placebo = run_events(shallow, w)
+    assert placebo["window_start"] == w.start
+    assert all(placebo[k] == float(dip_test(shallow, v, layer, t, window=w).is_dip)
+               for v in VIEWS for layer in LAYERS for t in DIP_TESTS
+               for k in [f"dip {v} / {layer} / {t}"])
 
 
 def test_grokking_run_events_are_the_chapter_factor_table():
@@ -95,19 +120,20 @@ def test_stored_events_cover_every_shipped_run(chapter):
     are the events the chapter computes (same names) -- a run added without regenerating it,
     or an event added to run_events without re-running the script, fails here."""
     if chapter == "ch6":
-        from icllib.nonlinear.induction import InductionRunSummary as cls
-        from icllib.nonlinear.induction.reproduction import run_events
+        from icllib.nonlinear.induction.reproduction import chapter_events
     else:
         from icllib.nonlinear.grokking.reproduction import run_events
-        from icllib.nonlinear.runs import RunSummary as cls
-    from icllib.nonlinear.reproduction import folder_events
+        from icllib.nonlinear.reproduction import folder_events
+
+        def chapter_events(folder):
+            return folder_events(folder, run_events)
 
     folder = data_dir(chapter, "quick")
     events, command = load_events(folder / EVENTS_FILE)
     assert command.startswith("scripts/other-cpu ")
     files = sorted(folder.glob("*.npz"))
     assert sorted(events) == [p.stem for p in files]
-    shipped = folder_events(folder, run_events, cls)
+    shipped = chapter_events(folder)
     assert sorted(shipped) == [p.stem for p in files]       # the events file is not a run
     event_differences(shipped, events)      # same runs, same events, or it raises
 

@@ -57,3 +57,14 @@ def test_count_prints_its_interval_and_rejects_bad_input():
         wilson_interval(1, 2, confidence=1.0)
     assert np.isclose(wilson_interval(2, 4, confidence=0.5)[0], _wilson_by_hand(
         2, 4, z=0.6744897501960817)[0])
+
+
+def test_plain_shows_the_formatted_number_without_quotes():
+    """{eval} shows an object's text/plain repr: a str would show quotes, plain() must not."""
+    from icllib.tables import plain
+
+    x = plain(3.14159, ".2f")
+    assert repr(x) == str(x) == f"{x}" == "3.14" and float(x) == 3.14159
+    assert repr(plain(7, "d")) == "7" and int(plain(7.9, ".0f")) == 7
+    assert repr(plain("learned, init 0.1", "")) == "learned, init 0.1"
+    assert repr("learned") == "'learned'"            # what a plain str would have shown

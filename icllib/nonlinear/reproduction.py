@@ -53,25 +53,47 @@ def _check_events(events: Mapping) -> dict[str, dict[str, float]]:
     return out
 
 
+#: a run's value for an event that only other runs have (e.g. ablations of files with weights)
+_ABSENT = "-"
+
+
 def save_events(path, events: Mapping, *, command: str) -> None:
     """Write ``{run name: {event: value}}`` and the command that made the runs to JSON.
 
-    NaN (an event that never happened) is written as ``null``.
+    As a table: the event names once, then one row of values per run (``"-"`` where the run
+    has no such event).  NaN (an event that never happened) is written as ``null``; values are
+    written to 9 significant digits (events come from float32 files).
     """
     events = _check_events(events)
     if not isinstance(command, str) or not command.strip():
         raise ValueError("command must be the non-empty command line that made the runs")
-    payload = {"command": command,
-               "runs": {run: {k: (v if math.isfinite(v) else None) for k, v in ev.items()}
-                        for run, ev in sorted(events.items())}}
-    Path(path).write_text(json.dumps(payload, indent=0, sort_keys=True) + "\n")
+    names = sorted({k for ev in events.values() for k in ev})
+
+    def value(ev, k):
+        if k not in ev:
+            return _ABSENT
+        v = ev[k]
+        return _float32_digits(v) if math.isfinite(v) else None
+
+    payload = {"command": command, "events": names,
+               "runs": {run: [value(ev, k) for k in names] for run, ev in sorted(events.items())}}
+    Path(path).write_text(json.dumps(payload, indent=0, sort_keys=True,
+                                     separators=(",", ":")) + "\n")
+
+
+def _float32_digits(v: float) -> float:
+    """``v`` to 9 significant digits: every event is read off float32 run files, and 9 digits
+    restore any float32 exactly (the file stays small)."""
+    return float(f"{v:.9g}")
 
 
 def load_events(path) -> tuple[dict[str, dict[str, float]], str]:
     """Read a file of :func:`save_events`: ``(events, command)``, ``null`` back to NaN."""
     payload = json.loads(Path(path).read_text())
-    events = {run: {k: (float("nan") if v is None else float(v)) for k, v in ev.items()}
-              for run, ev in payload["runs"].items()}
+    names = payload["events"]
+    events = {run: {k: (float("nan") if v is None else float(v))
+                    for k, v in zip(names, row) if v != _ABSENT}
+              for run, row in payload["runs"].items()}
     return events, payload["command"]
 
 

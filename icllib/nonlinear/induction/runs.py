@@ -104,7 +104,7 @@ class InductionRunSummary(RunSummary):
 
 
 def summarize_run(run: AttentionOnlyRun, *, command: str = "", scale: str = "quick",
-                  ks=(1, 2, 3), weights: bool = False) -> InductionRunSummary:
+                  ks=(1,), weights: bool = False) -> InductionRunSummary:
     """Reduce a run to its curves, head scores and per-head circuit metrics (what ships).
 
     The circuit metrics are :func:`icllib.nonlinear.circuits.circuit_metrics` of the QK and
