@@ -493,6 +493,9 @@ def test_batched_seeds_equal_single_runs():
                 np.testing.assert_allclose(getattr(b, k), getattr(s, k), rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(b.checkpoints["OV"], s.checkpoints["OV"], rtol=0,
                                        atol=1e-6)
+            # the logits of every pair at each checkpoint (for the progress measures)
+            assert b.logits.shape == s.logits.shape == (4, c.p * c.p, c.p)
+            np.testing.assert_allclose(b.logits, s.logits, rtol=0, atol=1e-5)
 
 
 # ------------------------------------------------------------------ progress measures
