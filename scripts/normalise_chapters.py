@@ -17,6 +17,7 @@ import jupytext
 from ipykernel.kernelspec import get_kernel_dict
 
 ROOT = Path(__file__).resolve().parents[1]
+CELL_METADATA_FILTER = "-user_expressions"
 
 
 def main(paths=None):
@@ -30,6 +31,10 @@ def main(paths=None):
             continue
         nb = jupytext.read(path)
         nb.metadata["kernelspec"] = kernelspec
+        # jupyterlab-myst stores each markdown cell's evaluated {eval} roles in its metadata
+        # ("user_expressions"); without this filter saving from JupyterLab would write them
+        # into the chapter
+        nb.metadata.setdefault("jupytext", {})["cell_metadata_filter"] = CELL_METADATA_FILTER
         written = jupytext.writes(nb, fmt="md:myst")
         if written != source:
             path.write_text(written, encoding="utf-8")

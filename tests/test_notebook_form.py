@@ -84,3 +84,19 @@ def test_no_code_cell_is_tagged_remove_cell(path):
     for cell in jupytext.read(path).cells:
         if cell.cell_type == "code":
             assert "remove-cell" not in cell.metadata.get("tags", []), cell.source[:80]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_evaluated_inline_expressions_are_not_saved_into_the_chapter(path):
+    """jupyterlab-myst keeps the values of a markdown cell's {eval} roles in the cell's
+    metadata (``user_expressions``); the chapter's jupytext header filters them out, so a
+    reader who runs and saves a chapter in JupyterLab writes back the same bytes."""
+    import copy
+
+    nb = jupytext.read(path)
+    assert nb.metadata["jupytext"].get("cell_metadata_filter") == "-user_expressions"
+    evaluated = copy.deepcopy(nb)
+    for cell in evaluated.cells:
+        if cell.cell_type == "markdown":
+            cell.metadata["user_expressions"] = [{"expression": "x", "result": {}}]
+    assert jupytext.writes(evaluated, fmt="md:myst") == jupytext.writes(nb, fmt="md:myst")
