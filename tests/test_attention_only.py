@@ -616,3 +616,39 @@ def test_control_runs_get_the_placebo_window_of_their_partner():
     assert folder.keys() == placebo.keys()
     assert all(folder[k] == placebo[k] or (np.isnan(folder[k]) and np.isnan(placebo[k]))
                for k in folder)
+
+
+def test_claim_counts_group_runs_by_setting_and_read_the_anchor():
+    """dip_counts / lead_counts count events per setting (depths pooled, one-layer runs as the
+    control, the demo left out); a lead's outcome is read against the chosen anchor."""
+    from icllib.nonlinear.induction import DIP_TESTS, HALF_EVENTS, LAYERS, VIEWS, WINDOW_EVENTS
+    from icllib.nonlinear.induction.claims import (CONTROL, dip_counts, lead_counts,
+                                                   run_setting, setting_runs)
+
+    def ev(start, dip, half):
+        e = dict.fromkeys(WINDOW_EVENTS + HALF_EVENTS, float(half))
+        e.update(window_start=start, window_mid=start + 100, window_end=start + 200)
+        e.update({f"dip {v} / {l} / {t}": float(dip) for v in VIEWS for l in LAYERS
+                  for t in DIP_TESTS})
+        return e
+
+    events = {"run_L2_learned_std0.1_seed0": ev(1000, 1, 900),     # before the start
+              "run_L3_learned_std0.1_seed0": ev(1000, 0, 1020),    # with the start
+              "run_L1_learned_std0.1_seed0": ev(1000, 0, 1500),    # control, after
+              "demo_L2_learned_std0.1_seed0": ev(1000, 1, 900)}
+    assert run_setting("run_L1_learned_std0.1_seed0") == CONTROL
+    assert run_setting("demo_L2_learned_std0.1_seed0") is None
+    assert setting_runs(events) == {"learned, init 0.1": ["run_L2_learned_std0.1_seed0",
+                                                          "run_L3_learned_std0.1_seed0"],
+                                    CONTROL: ["run_L1_learned_std0.1_seed0"]}
+    dips = dip_counts(events)
+    assert (dips["climb", "head", "layer 1", "learned, init 0.1"].k,
+            dips["climb", "head", "layer 1", "learned, init 0.1"].n) == (1, 2)
+    leads = lead_counts(events)
+    start = leads["start", "head", "layer 1", "d_head", "learned, init 0.1"]
+    assert (start["before"].k, start["with"].k, start["after"].k) == (1, 1, 0)
+    end = leads["end", "head", "layer 1", "d_head", "learned, init 0.1"]
+    assert (end["before"].k, end["with"].k) == (2, 0)
+    assert lead_counts(events, "norm lead")["start", CONTROL]["after"].k == 1
+    with pytest.raises(ValueError, match="claim"):
+        lead_counts(events, "dip")
