@@ -7,7 +7,7 @@ metrics') needs a truncation rank ``r`` for ``M(t)``.  Chapter 7 varies it over 
 * ``"final"``: ``r`` = the numerical rank of the reference ``M(T)`` at the relative cut
   :data:`FINAL_RANK_RTOL` (singular values below 1 % of the largest do not count), one ``r``
   per head;
-* ``"d_head"``: ``r = d_head`` for every matrix (the first edition's single choice);
+* ``"d_head"``: ``r = d_head`` for every matrix (the chapter's default reading);
 * ``"none"``: no truncation beyond the precision of the stored float32 numbers (singular
   values ``<= max(m, n) * eps_float32 * sigma_1`` are rounding noise, :func:`float32_rtol`).
   For a matrix whose rank equals its number of columns (``W_in``, ``W_U``) the row space is
@@ -77,7 +77,7 @@ def circuit_views(stacks: dict) -> dict:
 
 def distance_key(name: str, rank: str, reference_step: int) -> str:
     """Array name of a stored distance curve: ``"<name>/distance_to_<S>"`` for ``"d_head"``
-    (the first edition's name), ``"<name>/distance_<rank>_to_<S>"`` otherwise."""
+    (the default level keeps the short name), ``"<name>/distance_<rank>_to_<S>"`` otherwise."""
     rank = check_choice("rank", rank, RANKS)
     S = int(reference_step)
     return f"{name}/distance_to_{S}" if rank == "d_head" else f"{name}/distance_{rank}_to_{S}"
