@@ -622,8 +622,13 @@ def test_claim_counts_group_runs_by_setting_and_read_the_anchor():
     """dip_counts / lead_counts count events per setting (depths pooled, one-layer runs as the
     control, the demo left out); a lead's outcome is read against the chosen anchor."""
     from icllib.nonlinear.induction import DIP_TESTS, HALF_EVENTS, LAYERS, VIEWS, WINDOW_EVENTS
-    from icllib.nonlinear.induction.claims import (CONTROL, dip_counts, lead_counts,
-                                                   run_setting, setting_runs)
+    from icllib.nonlinear.induction.claims import (
+        CONTROL,
+        dip_counts,
+        lead_counts,
+        run_setting,
+        setting_runs,
+    )
 
     def ev(start, dip, half):
         e = dict.fromkeys(WINDOW_EVENTS + HALF_EVENTS, float(half))
