@@ -12,8 +12,9 @@ reproduce anywhere" of chapter 7).  Only the events ship, not the runs::
 
 ``--regenerate`` first runs, for every shipped file, the command recorded in its ``meta``
 under ``scripts/other-cpu`` with ``--out DIR`` (``--jobs`` of them side by side, one core
-each; measured 2026-12-03 on the 2-core machine, both chapters side by side, one job each:
-24 CPU-minutes (26 min) for chapter 6, 34 (37 min) for chapter 7); without it the folder must
+each; measured 2026-12-03 on the 2-core machine, one job each beside other work: about 25
+minutes for chapter 6's 40 runs, about 60 CPU-minutes for chapter 7's 12, whose grokking runs
+train at 15-35 steps/s on the baseline kernels); without it the folder must
 already hold them.  Every shipped run file of the chapter must have a regenerated file of the
 same name (the script refuses otherwise), so the events cover every run the chapter loads.
 """
