@@ -657,3 +657,19 @@ def test_claim_counts_group_runs_by_setting_and_read_the_anchor():
     assert lead_counts(events, "norm lead")["start", CONTROL]["after"].k == 1
     with pytest.raises(ValueError, match="claim"):
         lead_counts(events, "dip")
+
+
+def test_head_scores_of_a_read_only_pattern_raise_no_warning():
+    """A broadcast (read-only) attention pattern is scored without torch's 'not writable'
+    UserWarning, which chapter 6b's uniform-attention scores used to show in JupyterLab."""
+    import warnings
+
+    T = 8
+    uniform = np.tril(np.ones((T, T)))
+    uniform = np.broadcast_to(uniform / uniform.sum(axis=1, keepdims=True), (2, 1, T, T))
+    assert not uniform.flags.writeable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prev = previous_token_score(uniform)
+        ind = induction_score(uniform, np.array([3, 4]))
+    assert prev.shape == ind.shape == (1,)

@@ -278,3 +278,15 @@ def test_no_image_is_stored_twice():
     twice = [places for places in where.values() if len(places) > 1]
     assert len(where) > 10, "found almost no images: is the pattern still right?"
     assert twice == [], f"{len(twice)} images stored more than once, e.g. {twice[:5]}"
+
+
+def test_no_page_shows_a_warning_or_stderr_output():
+    """A reader sees no warning and no stderr text under a cell (myst-nb renders a cell's
+    stderr stream as an ``output stderr`` block): the cause is fixed, not filtered."""
+    shown = {}
+    for page in book_pages():
+        html = (SITE / page).read_text(encoding="utf-8")
+        hits = re.findall(r'class="output stderr|Warning: ', html)
+        if hits:
+            shown[page] = len(hits)
+    assert shown == {}, shown

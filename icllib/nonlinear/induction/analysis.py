@@ -23,7 +23,9 @@ __all__ = ["previous_token_score", "duplicate_token_score", "induction_score", "
 
 
 def _check_patterns(attn):
-    a = np.asarray(attn, dtype=float)
+    # a copy: torch.from_numpy needs a writable array (a broadcast view is read-only) and
+    # would warn otherwise
+    a = np.array(attn, dtype=float)
     if a.ndim != 4 or a.shape[-1] != a.shape[-2] or a.shape[-1] < 2:
         raise ValueError(f"attn must have shape (batch, n_heads, T, T) with T >= 2, "
                          f"got {a.shape}")
