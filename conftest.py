@@ -8,6 +8,8 @@ but executed by the book build, whose inline execution drops ``remove-cell`` cel
 """
 
 
+import pytest
+
 from icllib.widgets import use_static_figures
 
 # Interactive figures render every frame under test: every control value is exercised.
@@ -44,3 +46,19 @@ def pytest_collect_file(file_path, parent):
             yield from items
 
     return MystNotebookFile.from_parent(parent, path=file_path)
+
+
+def _stderr_text(outputs) -> str:
+    return "".join(o.get("text", "") for o in outputs or ()
+                   if o.get("output_type") == "stream" and o.get("name") == "stderr")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A chapter cell whose output holds stderr text (a warning, a traceback printed by a
+    library) fails under nbval: a reader would see it under the cell."""
+    outcome = yield
+    text = _stderr_text(getattr(item, "test_outputs", None))
+    if text and outcome.excinfo is None:
+        pytest.fail(f"the cell wrote to stderr (a reader would see it):\n{text[-1500:]}",
+                    pytrace=False)

@@ -100,3 +100,27 @@ def test_evaluated_inline_expressions_are_not_saved_into_the_chapter(path):
         if cell.cell_type == "markdown":
             cell.metadata["user_expressions"] = [{"expression": "x", "result": {}}]
     assert jupytext.writes(evaluated, fmt="md:myst") == jupytext.writes(nb, fmt="md:myst")
+
+
+def test_nbval_fails_a_chapter_cell_that_writes_to_stderr(tmp_path):
+    """conftest.py turns stderr text in a chapter cell's output (a warning a reader would see)
+    into a failure under nbval; a clean cell passes."""
+    import shutil
+    import subprocess
+    import sys
+
+    (tmp_path / "book").mkdir()
+    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    header = ("---\njupytext:\n  text_representation:\n    extension: .md\n"
+              "    format_name: myst\nkernelspec:\n  display_name: Python 3 (ipykernel)\n"
+              "  language: python\n  name: python3\n---\n# probe\n\n")
+    for name, code in (("warns", "import warnings\nwarnings.warn('seen by a reader')"),
+                       ("clean", "x = 1")):
+        (tmp_path / "book" / f"{name}.md").write_text(
+            header + "```{code-cell} ipython3\n" + code + "\n```\n", encoding="utf-8")
+    runs = {name: subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax",
+                                  "--nbval-current-env", "-q", "-p", "no:cacheprovider",
+                                  f"book/{name}.md"], cwd=tmp_path, capture_output=True,
+                                 text=True) for name in ("warns", "clean")}
+    assert runs["warns"].returncode == 1 and "wrote to stderr" in runs["warns"].stdout
+    assert runs["clean"].returncode == 0, runs["clean"].stdout[-2000:]
