@@ -107,7 +107,7 @@ def test_data_config_is_frozen_and_validated():
     np.testing.assert_array_equal(cfg.Sigma_x, np.diag([2.0, 1.0]))
     with pytest.raises(AttributeError):  # frozen dataclass: FrozenInstanceError
         cfg.N = 3
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         cfg.s[0] = 5.0  # read-only array
 
 

@@ -65,10 +65,12 @@ def test_candidate_cannot_corrupt_reference_inputs():
     assert not check_function(mutating, lambda x: x, _sample, verbose=False)
 
 
-@pytest.mark.parametrize("bad", [dict(trials=0), dict(trials=1.5), dict(rtol=-1),
-                                 dict(rtol=0.0, atol=0.0), dict(atol=np.inf)])
-def test_check_function_validates_arguments(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("bad, named", [(dict(trials=0), "trials"), (dict(trials=1.5), "trials"),
+                                        (dict(rtol=-1), "rtol"),
+                                        (dict(rtol=0.0, atol=0.0), "rtol and atol"),
+                                        (dict(atol=np.inf), "atol")])
+def test_check_function_validates_arguments(bad, named):
+    with pytest.raises(ValueError, match=named):
         check_function(lambda x: x, lambda x: x, _sample, **bad)
     with pytest.raises(ValueError, match="candidate"):
         check_function(None, lambda x: x, _sample)
