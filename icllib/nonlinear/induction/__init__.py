@@ -41,12 +41,12 @@ from .factors import (
     curve_half,
     dip_shape,
     dip_test,
-    distance_lead,
     find_climb,
     find_local_dip,
     find_near_dip,
     helper_head,
     lead_outcome,
+    outcome_at,
 )
 from .model import (
     MAX_LAYERS,
@@ -100,7 +100,7 @@ __all__ = [
     "EmergenceWindow", "icl_emergence_window", "Dip", "find_dip",
     "VIEWS", "LAYERS", "DIP_TESTS", "ANCHORS", "LEAD_OUTCOMES", "DISTANCE_RANKS", "DIP_MARGIN",
     "WITH_TOLERANCE", "find_local_dip", "find_near_dip", "find_climb", "helper_head",
-    "circuit_curve", "dip_test", "curve_half", "lead_outcome", "distance_lead", "anchor_step",
+    "circuit_curve", "dip_test", "curve_half", "outcome_at", "lead_outcome", "anchor_step",
     "dip_shape",
     "CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
     "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid",

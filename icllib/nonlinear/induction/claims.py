@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...validation import check_choice, check_int
+from ...validation import check_choice
 from ...verdicts import Count
 from .factors import (
     ANCHORS,
@@ -30,6 +30,7 @@ from .factors import (
     LEAD_OUTCOMES,
     VIEWS,
     WITH_TOLERANCE,
+    outcome_at,
 )
 
 __all__ = ["CONTROL", "run_setting", "setting_runs", "dip_counts", "lead_outcomes_of",
@@ -83,14 +84,10 @@ def dip_counts(events: dict) -> dict[tuple[str, str, str, str], Count]:
 
 def lead_outcomes_of(ev: dict, half_key: str, anchor: str,
                      tolerance: int = WITH_TOLERANCE) -> str:
-    """:func:`~.factors.lead_outcome` from a run's events: the half-time ``ev[half_key]``
+    """:func:`~.factors.outcome_at` from a run's events: the half-time ``ev[half_key]``
     against ``ev["window_<anchor>"]``."""
     anchor = check_choice("anchor", anchor, ANCHORS)
-    tolerance = check_int("tolerance", tolerance, 0)
-    half, a = ev[half_key], ev[f"window_{anchor}"]
-    if not np.isfinite(half) or half > a + tolerance:
-        return "after"
-    return "before" if half < a - tolerance else "with"
+    return outcome_at(ev[half_key], ev[f"window_{anchor}"], tolerance=tolerance)
 
 
 def lead_counts(events: dict, claim: str = "distance lead") -> dict[tuple, dict[str, Count]]:

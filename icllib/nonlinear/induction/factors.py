@@ -50,8 +50,8 @@ from .analysis import Dip, EmergenceWindow, find_dip
 
 __all__ = ["VIEWS", "LAYERS", "DIP_TESTS", "ANCHORS", "LEAD_OUTCOMES", "DISTANCE_RANKS",
            "DIP_MARGIN", "WITH_TOLERANCE", "find_local_dip", "find_near_dip", "find_climb",
-           "helper_head", "circuit_curve", "dip_test", "curve_half", "lead_outcome",
-           "distance_lead", "anchor_step", "dip_shape"]
+           "helper_head", "circuit_curve", "dip_test", "curve_half", "outcome_at",
+           "lead_outcome", "anchor_step", "dip_shape"]
 
 VIEWS = ("head", "stacked", "summed")
 LAYERS = ("layer 1", "induction layer")
@@ -227,38 +227,21 @@ def anchor_step(window: EmergenceWindow, anchor: str) -> int:
     return int(getattr(window, anchor))
 
 
+def outcome_at(half: float, anchor: float, *, tolerance: int = WITH_TOLERANCE) -> str:
+    """One of :data:`LEAD_OUTCOMES` for a half-time against an anchor step: ``"before"`` if
+    ``half < anchor - tolerance``, ``"with"`` if within ``tolerance`` steps of it, ``"after"``
+    otherwise (also for NaN: a curve that never falls never leads).  The one rule behind
+    :func:`lead_outcome` and the verdict counts of :mod:`.claims`."""
+    tolerance = check_int("tolerance", tolerance, 0)
+    if not np.isfinite(half) or half > anchor + tolerance:
+        return "after"
+    return "before" if half < anchor - tolerance else "with"
+
+
 def lead_outcome(half: float, window: EmergenceWindow, anchor: str = "start", *,
                  tolerance: int = WITH_TOLERANCE) -> str:
-    """Where a half-time falls against the window's anchor: one of :data:`LEAD_OUTCOMES`.
-
-    ``"before"`` if ``half < anchor - tolerance``, ``"with"`` if within ``tolerance`` steps of
-    it, ``"after"`` otherwise (also for NaN: a curve that never falls never leads).
-    """
-    tolerance = check_int("tolerance", tolerance, 0)
-    a = anchor_step(window, anchor)
-    if not np.isfinite(half) or half > a + tolerance:
-        return "after"
-    return "before" if half < a - tolerance else "with"
-
-
-def distance_lead(run, view: str, layer: str, *, anchor: str = "start",
-                  rank: str = "d_head", window: EmergenceWindow | None = None) -> int:
-    """Half-time of the QK subspace distance to the final circuit minus the window's anchor.
-
-    Negative: the distance has covered half its way before the anchor (the start: before the
-    ICL loss leaves its plateau).
-
-    Raises
-    ------
-    ValueError
-        If the distance does not change (no half-time), e.g. the ``"none"`` level of a
-        full-rank view.
-    """
-    half = curve_half(run, view, layer, rank=rank)
-    if np.isnan(half):
-        raise ValueError(f"the {view} QK subspace distance of the {layer} does not change: "
-                         "it has no half-time")
-    return int(half) - anchor_step(_window(run, window), anchor)
+    """Where a half-time falls against the window's anchor (:func:`outcome_at`)."""
+    return outcome_at(half, anchor_step(window, anchor), tolerance=tolerance)
 
 
 def dip_shape(run, view: str, layer: str, *, window: EmergenceWindow | None = None,
