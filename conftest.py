@@ -8,9 +8,19 @@ but executed by the book build, whose inline execution drops ``remove-cell`` cel
 """
 
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from icllib.widgets import use_static_figures
+
+# Hypothesis draws the same examples on every run (derandomize; no example database), so a test
+# run is reproducible and a failure in CI is the failure a contributor sees. HYPOTHESIS_PROFILE=
+# explore draws fresh examples, for a local search for counterexamples.
+settings.register_profile("derandomized", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "derandomized"))
 
 # Interactive figures render every frame under test: every control value is exercised.
 use_static_figures()

@@ -2,9 +2,16 @@
 
 Every public function of the library validates its arguments with these helpers, so one kind
 of argument is accepted, converted and reported the same way everywhere.  Each helper takes
-``(name, value, ...)`` in that order, returns the converted value and raises
-:class:`ValueError` with a message that names the argument, states what is allowed and shows
-what was given, e.g. ``N must be an integer >= 1, got 2.5``.
+``(name, value, ...)`` in that order, returns the converted value and raises an error whose
+message names the argument, states what is allowed and shows what was given, e.g.
+``N must be an integer >= 1, got 2.5``.
+
+Python's convention decides the error's class: a value of the wrong *type* (``rng=0``, a float
+where a count is due, a string for a number) raises :class:`ArgumentTypeError`, a
+:class:`TypeError`; a value of the right type outside the allowed range (``N=0``, a NaN, a
+wrong shape) raises :class:`ValueError`.  ``ArgumentTypeError`` also derives from
+``ValueError``, so code written against the library's earlier single rule (``except
+ValueError``) still catches every argument error.
 
 The rules
 ---------
@@ -31,6 +38,7 @@ import numpy as np
 
 __all__ = [
     "ORTHOGONALITY_TOLERANCE",
+    "ArgumentTypeError",
     "check_int",
     "check_real",
     "check_positive",
@@ -49,6 +57,13 @@ __all__ = [
 
 #: largest ``max |U^T U - I|`` accepted for an orthogonal matrix
 ORTHOGONALITY_TOLERANCE = 1e-8
+
+
+
+
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong type: a :class:`TypeError` (and, for code that catches the
+    library's argument errors as ``ValueError``, a ``ValueError`` too)."""
 
 
 # ----------------------------------------------------------------------------- scalars
@@ -79,9 +94,11 @@ def check_int(name, value, minimum=None, maximum=None):
 
     Raises
     ------
+    ArgumentTypeError
+        If ``value`` is not an integer: ``"{name} must be an integer >= {minimum}, got
+        {value}"`` (``in {minimum}..{maximum}`` with both bounds).
     ValueError
-        ``"{name} must be an integer >= {minimum}, got {value}"`` (``in {minimum}..{maximum}``
-        with both bounds).
+        The same message, for an integer out of range.
     """
     if minimum is not None and maximum is not None:
         allowed = f" in {minimum}..{maximum}"
@@ -92,7 +109,7 @@ def check_int(name, value, minimum=None, maximum=None):
     else:
         allowed = ""
     if _is_bool(value) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer{allowed}, got {value!r}")
+        raise ArgumentTypeError(f"{name} must be an integer{allowed}, got {value!r}")
     v = int(value)
     if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
         raise ValueError(f"{name} must be an integer{allowed}, got {v}")
@@ -105,14 +122,17 @@ def check_real(name, value, minimum=None, maximum=None, *, exclusive_minimum=Fal
 
     Raises
     ------
-    ValueError
+    ArgumentTypeError
+        If ``value`` is not a real number (a string, ``None``, a bool):
         ``"{name} must be a finite number > 0, got {value!r}"`` (the range part follows the
         bounds: ``>= 0``, ``in [0, 1)``, ...; absent without bounds).
+    ValueError
+        The same message, for a NaN, an infinity or a number out of range.
     """
     allowed = _range_text(minimum, maximum, exclusive_minimum, exclusive_maximum)
     message = f"{name} must be a finite number{allowed}, got {value!r}"
     if _is_bool(value) or not isinstance(value, numbers.Real):
-        raise ValueError(message)
+        raise ArgumentTypeError(message)
     v = float(value)
     if not np.isfinite(v):
         raise ValueError(message)
@@ -158,7 +178,7 @@ def check_choice(name, value, choices):
 def check_generator(name, value):
     """An explicit :class:`numpy.random.Generator` (icllib never uses global random state)."""
     if not isinstance(value, np.random.Generator):
-        raise ValueError(f"{name} must be a numpy.random.Generator "
+        raise ArgumentTypeError(f"{name} must be a numpy.random.Generator "
                          f"(np.random.default_rng(seed)), got {type(value).__name__}")
     return value
 
@@ -167,7 +187,7 @@ def check_instance(name, value, cls, what=None):
     """``value`` if it is an instance of ``cls``; ``what`` names the type in the message."""
     if not isinstance(value, cls):
         what = what or f"a {cls.__name__}"
-        raise ValueError(f"{name} must be {what}, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be {what}, got {type(value).__name__}")
     return value
 
 
@@ -214,7 +234,7 @@ def check_array(name, value, shape=None, *, hint=""):
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real array, got {value!r}") from None
+        raise ArgumentTypeError(f"{name} must be a real array, got {value!r}") from None
     if shape is not None and not _shape_matches(arr.shape, shape):
         raise ValueError(f"{name} must have shape {_shape_text(shape)}{hint}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -227,8 +247,8 @@ def check_spectrum(name, value):
     try:
         s = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a 1-D array of positive finite eigenvalues, "
-                         f"got {value!r}") from None
+        raise ArgumentTypeError(f"{name} must be a 1-D array of positive finite eigenvalues, "
+                                f"got {value!r}") from None
     if s.ndim != 1 or s.size < 1:
         raise ValueError(f"{name} must be a 1-D array of positive finite eigenvalues, "
                          f"got shape {s.shape}")
@@ -242,7 +262,8 @@ def check_positive_array(name, value):
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must hold positive finite numbers, got {value!r}") from None
+        raise ArgumentTypeError(
+            f"{name} must hold positive finite numbers, got {value!r}") from None
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError(f"{name} must hold positive finite numbers, got {arr}")
     return arr
@@ -294,7 +315,8 @@ def check_orthogonal(name, value, d):
     try:
         U = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an orthogonal {d} x {d} matrix, got {value!r}") from None
+        raise ArgumentTypeError(
+            f"{name} must be an orthogonal {d} x {d} matrix, got {value!r}") from None
     if U.shape != (d, d):
         raise ValueError(f"{name} must be an orthogonal {d} x {d} matrix, got shape {U.shape}")
     if not np.all(np.isfinite(U)):

@@ -571,3 +571,18 @@ def test_circuit_views_are_transposes_sums_and_stacks():
     assert subspace_distance(m0.T, m1.T) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="stacks"):
         circuit_views({"OV": ov, "QK": qk[:, :2]})
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((-1, 24, 3, 40), ValueError, "p must be an integer >= 2, got -1"),
+    ((11, 9, 2, 40), ValueError, "d_model must be a multiple of n_heads = 2"),
+    ((11, 24, 0, 40), ValueError, "n_heads must be an integer >= 1, got 0"),
+    ((11, 24, 3, 40.0), TypeError, "d_mlp must be an integer >= 1, got 40.0"),
+])
+def test_modular_transformer_names_a_bad_argument(args, error, message):
+    """p = -1 used to fail with 'math domain error' and d_model = 9, n_heads = 2 silently built
+    heads of 4 dimensions (8 of the 9 used)."""
+    with pytest.raises(error, match=message):
+        ModularTransformer(*args, torch.Generator().manual_seed(0))
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        ModularTransformer(11, 24, 3, 40, 0)

@@ -235,3 +235,26 @@ def test_test_command_lints_with_the_pinned_ruff():
     pins = (ROOT / "requirements.txt").read_text()
     assert re.search(r"^ruff==\d", pins, re.M)
     assert "[tool.ruff]" in (ROOT / "pyproject.toml").read_text()
+
+
+def test_hypothesis_is_derandomized_under_the_test_command():
+    """The conftest loads a derandomized profile unless HYPOTHESIS_PROFILE says otherwise."""
+    import os
+
+    from hypothesis import settings
+    if os.environ.get("HYPOTHESIS_PROFILE", "derandomized") == "derandomized":
+        assert settings.default.derandomize and settings.default.database is None
+
+
+def test_unknown_markers_are_errors(tmp_path):
+    """--strict-markers: a test marked with a misspelt marker fails collection."""
+    import subprocess
+    import sys
+    (tmp_path / "test_probe.py").write_text(
+        "import pytest\n\n@pytest.mark.browsr\ndef test_x():\n    pass\n")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-c", str(root / "pyproject.toml"), "--rootdir", str(tmp_path),
+                          str(tmp_path / "test_probe.py")],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode != 0 and "browsr" in out.stdout + out.stderr, out.stdout[-2000:]

@@ -15,9 +15,11 @@ from icllib.data import DataConfig
 from icllib.theory import exact_loss, s_inf, tau
 from icllib.train import balanced_init, train_sgd
 from icllib.validation import (
+    ArgumentTypeError,
     check_array,
     check_choice,
     check_generator,
+    check_instance,
     check_int,
     check_nonnegative,
     check_orthogonal,
@@ -166,3 +168,60 @@ def test_no_module_imports_another_modules_private_names(path):
         if alias.name.startswith("_")
     ]
     assert not private, f"{path} imports private names {private}"
+
+
+@pytest.mark.parametrize("call", [
+    lambda: check_generator("rng", 0),
+    lambda: check_int("N", 2.5, 1),
+    lambda: check_int("N", True, 1),
+    lambda: check_real("eta", "0.1", 0),
+    lambda: check_real("eta", None, 0),
+    lambda: check_instance("params", [1.0], dict),
+    lambda: check_array("s", "abc"),
+])
+def test_a_wrong_type_is_a_type_error(call):
+    """Python's convention: the wrong type raises TypeError (the library's ArgumentTypeError,
+    which is also a ValueError so that `except ValueError` keeps catching it)."""
+    with pytest.raises(TypeError) as info:
+        call()
+    assert isinstance(info.value, ArgumentTypeError) and isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: check_int("N", 0, 1),
+    lambda: check_real("eta", float("nan"), 0),
+    lambda: check_real("eta", -1.0, 0),
+    lambda: check_array("s", [1.0, 2.0], (3,)),
+])
+def test_a_wrong_value_of_the_right_type_is_a_value_error_only(call):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert not isinstance(info.value, TypeError)
+
+
+def test_an_rng_seed_in_place_of_a_generator_is_a_type_error_from_the_library():
+    from icllib.data import sample_prompts
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        sample_prompts(DataConfig(s=[1.0, 0.5], N=4), 8, 0)
+
+
+def test_packages_re_export_what_their_docstrings_say():
+    """icllib.theory re-exports every public name of its modules; icllib.data and icllib.train
+    re-export each name their docstring lists in double backticks under a module (the top-level
+    docstring says exactly this)."""
+    import pkgutil
+    import re
+
+    for pkg_name in ("icllib.theory", "icllib.data", "icllib.train"):
+        pkg = importlib.import_module(pkg_name)
+        public = {}
+        for info in pkgutil.iter_modules(pkg.__path__):
+            mod = importlib.import_module(f"{pkg_name}.{info.name}")
+            public.update({n: info.name for n in getattr(mod, "__all__", [])})
+        if pkg_name == "icllib.theory":
+            listed = set(public)
+        else:
+            listed = set(re.findall(r"``(\w+)``", pkg.__doc__)) & set(public)
+        assert listed, pkg_name
+        missing = sorted(n for n in listed if not hasattr(pkg, n))
+        assert not missing, f"{pkg_name} does not re-export {missing}"

@@ -40,14 +40,17 @@ from .fixed_points import (
     saddle_eigenvalues,
 )
 from .losses import (
+    coinciding_floors_ratio,
     converged_loss,
     exact_converged_loss,
+    exact_floor_active_set,
     exact_loss,
     exact_loss_grad,
     floor_gap_limit,
     initial_loss,
     paper_loss,
     paper_loss_grad,
+    plateau_levels,
     prediction_at_convergence,
 )
 from .moments import s_inf
@@ -83,6 +86,9 @@ __all__ = [
     "exact_converged_loss",
     "initial_loss",
     "floor_gap_limit",
+    "exact_floor_active_set",
+    "coinciding_floors_ratio",
+    "plateau_levels",
     "conserved_quantity",
     "conserved_per_mode",
     "sgd_conservation_drift",

@@ -32,6 +32,7 @@ from .gradients import loss_and_grads
 from .initialisation import balanced_init, random_init
 from .sgd import Recording, auto_sampler, mode_products, pathway_products, train_sgd
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
+from .stored import load_group
 
 __all__ = [
     "loss_and_grads",
@@ -46,4 +47,5 @@ __all__ = [
     "mode_products",
     "DIVERGENCE_FACTOR",
     "finite_tasks",
+    "load_group",
 ]

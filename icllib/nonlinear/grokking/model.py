@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ...validation import check_instance, check_int
+
 __all__ = ["CIRCUIT_NAMES", "ModularTransformer"]
 
 CIRCUIT_NAMES = ("OV", "QK", "W_E", "W_in", "W_out", "W_U")
@@ -39,11 +41,26 @@ class ModularTransformer(nn.Module):
     ``W_in (d_mlp, d_model)``, ``b_in (d_mlp)``, ``W_out (d_model, d_mlp)``,
     ``b_out (d_model)``, ``W_U (d_model, p)``. Initialised as Nanda et al.: Gaussian with
     standard deviation ``1/sqrt(d_model)`` (``1/sqrt(p)`` for ``W_U``), biases zero.
+
+    Raises
+    ------
+    ValueError
+        If ``p < 2``, ``d_model``, ``n_heads`` or ``d_mlp < 1``, or ``d_model`` is not a
+        multiple of ``n_heads`` (each head has ``d_head = d_model / n_heads`` dimensions).
+    TypeError
+        If a size is not an integer or ``generator`` is not a ``torch.Generator``.
     """
 
     def __init__(self, p: int, d_model: int, n_heads: int, d_mlp: int,
                  generator: torch.Generator):
         super().__init__()
+        p = check_int("p", p, 2)
+        d_model, n_heads = check_int("d_model", d_model, 1), check_int("n_heads", n_heads, 1)
+        d_mlp = check_int("d_mlp", d_mlp, 1)
+        if d_model % n_heads:
+            raise ValueError(f"d_model must be a multiple of n_heads = {n_heads} (each head has "
+                             f"d_model / n_heads dimensions), got d_model = {d_model}")
+        check_instance("generator", generator, torch.Generator, "a torch.Generator")
         d_head = d_model // n_heads
         self.p, self.d_model, self.n_heads = p, d_model, n_heads
         self.d_head, self.d_mlp = d_head, d_mlp
