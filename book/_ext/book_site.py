@@ -13,6 +13,10 @@
   equations, ``\\label{...}``) is defined once in the whole book: a duplicate is a build
   warning (:func:`duplicate_labels`).  Sphinx keeps prf, math and std labels in separate
   domains and says nothing, but JupyterLab (jupyterlab-myst) has one namespace per notebook.
+* Accessibility (WCAG 2.1 AA; axe-core checks every page in tests/test_browser.py): the book's
+  stylesheet (``static/book-a11y.css``) darkens the link colour so that links keep 4.5:1 on
+  the tinted boxes, and :func:`_accessible_names` fixes the theme's buttons whose accessible
+  name left out their visible text.
 * A link to a label in another chapter is a plain markdown link, ``[text](02-dynamics.md#label)``,
   so that it reads as text in JupyterLab too; MyST-parser resolves ``doc.md#anchor`` only for
   heading anchors, so each page's labels are registered as anchors
@@ -235,11 +239,49 @@ def _register_label_anchors(app, doctree):
                 break
 
 
+# --- Accessibility ----------------------------------------------------------------------------
+STATIC = Path(__file__).resolve().parent / "static"
+# Each: (what the theme writes, what the page gets). The accessible name of a control must
+# contain its visible text (WCAG 2.5.3 "label in name"): an aria-label that says something else
+# hides the text from speech-input users ("click Show code cell source" finds nothing).
+ACCESSIBLE_NAMES = (
+    # myst-nb's "Show code cell source" toggles: without the aria-label the name is the text
+    ('<summary aria-label="Toggle hidden content">', "<summary>"),
+    # the search buttons: visible text "Search Ctrl+K"; the name is then that text
+    ('search-button__button pst-js-only" title="Search" aria-label="Search"',
+     'search-button__button pst-js-only" title="Search"'),
+    ('search-button__button pst-js-only" aria-label="Search"',
+     'search-button__button pst-js-only"'),
+    # the colour-mode button shows one icon titled Light, Dark or System
+    ('theme-switch-button pst-js-only" aria-label="Color mode"',
+     'theme-switch-button pst-js-only" aria-label="Color mode: light, dark or system"'),
+)
+
+
+def _add_stylesheet(app):
+    app.config.html_static_path.append(str(STATIC))
+    app.add_css_file("book-a11y.css")
+
+
+def _accessible_names(app, exc):
+    """Rewrite the theme's controls in every built page (see :data:`ACCESSIBLE_NAMES`)."""
+    if exc is not None or app.builder.format != "html":
+        return
+    for path in Path(app.outdir).rglob("*.html"):
+        text = original = path.read_text(encoding="utf-8")
+        for old, new in ACCESSIBLE_NAMES:
+            text = text.replace(old, new)
+        if text != original:
+            path.write_text(text, encoding="utf-8")
+
+
 def setup(app):
     from icllib.widgets import use_static_figures
 
     use_static_figures()
     app.connect("builder-inited", _check_unique_labels)
+    app.connect("builder-inited", _add_stylesheet)
+    app.connect("build-finished", _accessible_names, priority=900)
     app.connect("doctree-read", _register_label_anchors)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     # After sphinx-mathjax-offline's own build-finished handler (default priority 500), which
