@@ -29,6 +29,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+from book_site import label_definitions  # noqa: E402  (the book's own label reader)
+
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,6 +163,33 @@ SOLUTION_CELLS = """() => {
 }"""
 
 
+# What jupyterlab-myst logs for a reference it cannot resolve (a label defined in a later cell
+# of the same notebook, a missing one, a "#label" link to either)
+UNRESOLVED = ("Cross reference target was not found", "No target for internal reference")
+# MyST roles left as text: a role jupyterlab-myst did not parse
+RAW_ROLE = re.compile(r"\{(?:ref|prf:ref|eq|numref|doc|cite|cite:p|cite:t)\}`")
+RENDERED_TEXT = """() => Array.from(document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown,'
+                                                 + ' .jp-MarkdownCell .jp-RenderedMySTMarkdown'))
+                   .map(e => e.innerText).join('\\n')"""
+
+
+def _shut_down_kernels(url, token):
+    """Delete every session (and its kernel), so one chapter's kernel is gone before the next
+    chapter opens."""
+    req = urllib.request.Request(f"{url}/api/sessions?token={token}")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        sessions = json.load(r)
+    for session in sessions:
+        urllib.request.urlopen(urllib.request.Request(
+            f"{url}/api/sessions/{session['id']}?token={token}", method="DELETE"), timeout=30)
+    return len(sessions)
+
+
+def _running_kernels(url, token):
+    with urllib.request.urlopen(f"{url}/api/kernels?token={token}", timeout=10) as r:
+        return len(json.load(r))
+
+
 def _figure_src(cell):
     img = cell.locator(".jp-OutputArea-output img").first
     return img.get_attribute("src") if img.count() else None
@@ -193,14 +223,66 @@ def _move_a_control_and_see_the_figure_redraw(page):
         page.wait_for_timeout(250)
 
 
+def _set_windowing(url, token, mode):
+    """Set the notebook's windowing mode in the running JupyterLab ("none": every cell in the
+    page; "full": JupyterLab's default, cells rendered as they scroll into view)."""
+    body = json.dumps({"raw": json.dumps({"windowingMode": mode})}).encode()
+    req = urllib.request.Request(
+        f"{url}/lab/api/settings/@jupyterlab/notebook-extension:tracker?token={token}",
+        data=body, method="PUT", headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=10)
+
+
+def test_every_reference_resolves_with_jupyterlabs_default_windowing(lab, browser):
+    """As a reader's JupyterLab renders a chapter (default windowing: markdown cells render as
+    they scroll into view), no reference is unresolved: jupyterlab-myst resolves a label only
+    once the cell that defines it has rendered, so a reference to a label of a later cell logs
+    "Cross reference target was not found" and may stay a raw label. Every chapter is opened
+    and scrolled through from top to bottom (its cells are not run)."""
+    url, token = lab
+    _set_windowing(url, token, "full")
+    failures = {}
+    try:
+        for chapter in CHAPTERS:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = context.new_page()
+            messages = []
+            page.on("console", lambda m: messages.append(m.text)
+                    if any(u in m.text for u in UNRESOLVED) else None)
+            try:
+                page.goto(f"{url}/lab/tree/book/{chapter}?reset&token={token}")
+                page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell",
+                                       timeout=START_TIMEOUT_S * 1000)
+                page.wait_for_function(KERNEL_IDLE, timeout=START_TIMEOUT_S * 1000)
+                page.evaluate("""async () => {
+                    const nb = window.jupyterapp.shell.currentWidget.content;
+                    for (let i = 0; i < nb.widgets.length; i++) {
+                        nb.activeCellIndex = i; nb.scrollToItem(i);
+                        await new Promise(r => setTimeout(r, 20));
+                    }}""")
+                page.wait_for_timeout(1500)
+                if messages:
+                    failures[chapter] = messages[:3]
+            finally:
+                context.close()
+                _shut_down_kernels(url, token)
+    finally:
+        _set_windowing(url, token, "none")
+    assert failures == {}, failures
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
     url, token = lab
+    assert _running_kernels(url, token) == 0, "a previous chapter's kernel is still running"
     source = (ROOT / "book" / chapter).read_bytes()
+    labels = set(label_definitions([ROOT / "book" / chapter]))
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
-    console_errors = []
+    console_errors, unresolved = [], []
     page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    page.on("console", lambda m: unresolved.append(m.text)
+            if any(u in m.text for u in UNRESOLVED) else None)
     try:
         # ?reset: a fresh workspace, so the chapter of a previous test is not the open tab
         page.goto(f"{url}/lab/tree/book/{chapter}?reset&token={token}")
@@ -223,6 +305,13 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
         assert set(page.evaluate(SOLUTION_CELLS)) <= {h["index"] for h in hidden}
         assert page.locator("details.myst-exercise").count() == n_solutions
         assert page.locator("details.myst-exercise[open]").count() == 0
+        # every reference resolved: no console message about one, no raw role or label text
+        rendered = page.evaluate(RENDERED_TEXT)
+        assert not RAW_ROLE.search(rendered), f"raw roles: {RAW_ROLE.findall(rendered)[:5]}"
+        shown = sorted(k for k in labels if re.search(rf"(?<![\w/#-]){re.escape(k)}(?![\w-])",
+                                                      rendered))
+        assert shown == [], f"labels shown as text: {shown}"
+        assert unresolved == [], unresolved
         text = page.evaluate("() => document.body.innerText")
         raw = [k for k in BIB_KEYS if re.search(rf"\b(\w+-)?{re.escape(k)}\b", text)]
         assert raw == [], f"citations shown as raw keys: {raw}"
@@ -246,6 +335,7 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
         assert console_errors == [], console_errors
     finally:
         context.close()
+        _shut_down_kernels(url, token)
         after = (ROOT / "book" / chapter).read_bytes()
         if after != source:
             (ROOT / "book" / chapter).write_bytes(source)     # leave the checkout as it was

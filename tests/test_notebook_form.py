@@ -124,3 +124,43 @@ def test_nbval_fails_a_chapter_cell_that_writes_to_stderr(tmp_path):
                                  text=True) for name in ("warns", "clean")}
     assert runs["warns"].returncode == 1 and "wrote to stderr" in runs["warns"].stdout
     assert runs["clean"].returncode == 0, runs["clean"].stdout[-2000:]
+
+
+# A reference inside a chapter: a role ({ref}, {prf:ref}, {eq}, {numref}) or a "#label" link.
+REFERENCE = re.compile(r"\{(?:ref|prf:ref|eq|numref)\}`(?:[^`<]*<)?([^`<>]+)>?`|\]\(#([^)\s]+)\)")
+
+
+def forward_references(path):
+    """``[(line, label)]``: references to a label that the same chapter defines further down.
+
+    jupyterlab-myst resolves a label only once the cell defining it has rendered; with
+    JupyterLab's default windowing a reference to a later cell logs "Cross reference target was
+    not found" and can stay a raw label. Such a reference is written as a link to the chapter's
+    own file, ``[the proposition below](06-nonlinear-metrics.md#label)``, which both the book
+    (label anchors, book/_ext/book_site.py) and JupyterLab read as a link.
+    """
+    import sys
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from book_site import label_definitions
+
+    first = {label: min(n for _, n in where)
+             for label, where in label_definitions([path]).items()}
+    found = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for match in REFERENCE.finditer(line):
+            label = match.group(1) or match.group(2)
+            if label in first and first[label] > n:
+                found.append((n, label))
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_reference_points_to_a_later_cell_of_the_same_chapter(path):
+    assert forward_references(path) == []
+
+
+def test_a_forward_reference_is_found(tmp_path):
+    probe = tmp_path / "probe.md"
+    probe.write_text("See {prf:ref}`later` and [it](#later).\n\n```{prf:proposition} T\n"
+                     ":label: later\n\nText.\n```\n\nAgain {prf:ref}`later`.\n")
+    assert forward_references(probe) == [(1, "later"), (1, "later")]
