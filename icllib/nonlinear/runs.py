@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datafiles import chapter_data_dir
 from ..scale import SCALES, current_scale
 from ..validation import check_choice
 
@@ -35,9 +36,10 @@ META_KEYS = ("experiment", "chapter", "scale", "seed", "config", "command", "sec
 
 
 def data_dir(chapter: str, scale: str | None = None) -> Path:
-    """``book/data/<chapter>/<scale>`` of this checkout (scale: default the current one)."""
+    """``book/data/<chapter>/<scale>`` (scale: default the current one): of this checkout, or
+    under ``$ICLLIB_DATA`` (:func:`icllib.datafiles.data_root`)."""
     scale = current_scale() if scale is None else check_choice("scale", scale, SCALES)
-    return Path(__file__).resolve().parents[2] / "book" / "data" / str(chapter) / scale
+    return chapter_data_dir(chapter, scale)
 
 
 def make_command(chapter: str, scale: str, args: str = "", device: str = "cpu") -> str:
