@@ -258,3 +258,38 @@ def test_unknown_markers_are_errors(tmp_path):
                           str(tmp_path / "test_probe.py")],
                          capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode != 0 and "browsr" in out.stdout + out.stderr, out.stdout[-2000:]
+
+
+def _workflow():
+    return yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+
+
+def test_workflow_actions_are_pinned_by_commit_sha():
+    """A tag can be moved to other code; a full commit SHA cannot."""
+    uses = [step["uses"] for job in _workflow()["jobs"].values()
+            for step in job.get("steps", []) if "uses" in step]
+    assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
+
+
+def test_workflow_deploys_the_build_that_was_tested():
+    """The only Pages artifact is uploaded by the job that ran the test command, after it (so
+    the site deployed is the _build/html the browser tests read), and deploy needs every job."""
+    jobs = _workflow()["jobs"]
+    uploads = [(name, i) for name, job in jobs.items()
+               for i, step in enumerate(job.get("steps", []))
+               if step.get("uses", "").startswith("actions/upload-pages-artifact@")]
+    assert len(uploads) == 1, uploads
+    name, i = uploads[0]
+    steps = jobs[name]["steps"]
+    tested = [j for j, step in enumerate(steps) if step.get("run") == "bash scripts/test.sh"]
+    assert tested and tested[0] < i and steps[i]["with"]["path"] == "_build/html"
+    assert set(jobs["deploy"]["needs"]) == set(jobs) - {"deploy"}
+    assert not any("scripts/build.sh" in str(step.get("run", ""))
+                   for job in jobs.values() for step in job.get("steps", []))
+
+
+def test_workflow_runs_the_unit_tests_on_newer_pythons():
+    jobs = _workflow()["jobs"]
+    versions = {v for job in jobs.values()
+                for v in job.get("strategy", {}).get("matrix", {}).get("python-version", [])}
+    assert {"3.12", "3.13"} <= versions
