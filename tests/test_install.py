@@ -8,6 +8,7 @@ an error that names it.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -34,8 +35,15 @@ print(len(linear), len(ch6), len(ch7))
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
+    # build from a copy of what the package is made of: setuptools writes build/ and
+    # *.egg-info into the source tree, which must stay the checkout as it was
+    source = tmp / "source"
+    shutil.copytree(ROOT / "icllib", source / "icllib",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(tmp / "dist"), str(ROOT)], check=True, capture_output=True)
+                    "-q", "-w", str(tmp / "dist"), str(source)], check=True, capture_output=True)
     (wheel,) = (tmp / "dist").glob("icllib-*.whl")
     target = tmp / "site"
     with zipfile.ZipFile(wheel) as z:          # what `pip install --target` would lay down
