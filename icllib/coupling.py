@@ -60,9 +60,9 @@ def coupling_decay(p, q, s, N):
 def paper_decay(p, q, s, N):
     r"""The paper's brakes in the same places: ``(Tr S/N) q_a^2`` and ``(Tr S/N) p_a^2``.
 
-    The decoupled equations (paper eqs. 9-10) written as ``tau_a dp_a/dt = q_a - p_a
-    [((N+1)/N) s_a q_a^2 + (Tr S/N) q_a^2]`` (and ``p <-> q``); book chapter 2, proposition
-    'The coupling is a brake'.
+    The decoupled equations (paper eq. 12, the per-mode form of its eqs. 9-10) written as
+    ``tau_a dp_a/dt = q_a - p_a [((N+1)/N) s_a q_a^2 + (Tr S/N) q_a^2]`` (and ``p <-> q``);
+    book chapter 2, proposition 'The coupling is a brake'.
 
     Parameters and return value as in :func:`coupling_decay`.
     """

@@ -35,3 +35,57 @@ def test_checker_passes_reference_and_fails_wrong_answers(capsys):
     assert "FAILED" in capsys.readouterr().out
 
 
+
+
+def _reader_separation(s, N, eta, a0, delta):
+    """A reader's answer: both flows on a grid of one SGD step, the first crossing of the
+    relative gap, interpolated; the earliest mode."""
+    from icllib.flows import decoupled_flow, exact_mean_flow
+    from icllib.metrics import first_crossing
+    from icllib.theory import exact_fixed_point
+
+    s = np.asarray(s, dtype=float)
+    start = np.full(s.size, np.sqrt(a0))
+    t = np.arange(0.0, 4 / (eta * s.min() ** 2) * np.log(np.e / a0))
+    gap = np.abs(exact_mean_flow(start, start, s, N, t, eta=eta).a
+                 - decoupled_flow(start, start, s, N, t, eta=eta).a)
+    times = first_crossing(t, gap / exact_fixed_point(s, N), delta)
+    return int(np.nanargmin(times)) + 1, float(np.nanmin(times))
+
+
+def test_first_separation_checker_accepts_the_reference_and_a_reader(capsys):
+    from icllib.exercises import check_first_separation
+    from icllib.exercises.dynamics import _first_separation
+
+    assert check_first_separation(_first_separation)
+    assert check_first_separation(_reader_separation)
+
+
+def test_first_separation_checker_rejects_plausible_wrong_answers(capsys):
+    """The naive design (watch the slowest mode, wait for the paper's half-rise); the gap in
+    absolute rather than relative terms; the gap relative to the paper's end point."""
+    from icllib.exercises import check_first_separation
+    from icllib.flows import decoupled_flow, exact_mean_flow
+    from icllib.metrics import first_crossing
+    from icllib.theory import half_rise_time, paper_fixed_point
+
+    def slowest_mode(s, N, eta, a0, delta):
+        return len(s), float(half_rise_time(a0, np.asarray(s), N, eta)[-1])
+
+    def gap_scaled_by(scale):
+        def answer(s, N, eta, a0, delta):
+            s = np.asarray(s, dtype=float)
+            start = np.full(s.size, np.sqrt(a0))
+            t = np.concatenate([[0.0], np.geomspace(
+                1e-2, 4 / (eta * s.min() ** 2) * np.log(np.e / a0), 20_000)])
+            gap = np.abs(exact_mean_flow(start, start, s, N, t, eta=eta).a
+                         - decoupled_flow(start, start, s, N, t, eta=eta).a)
+            times = first_crossing(t, gap / scale(s, N), delta)
+            return int(np.nanargmin(times)) + 1, float(np.nanmin(times))
+        return answer
+
+    wrong = (slowest_mode, gap_scaled_by(lambda s, N: 1.0),
+             gap_scaled_by(paper_fixed_point))
+    for answer in wrong:
+        assert not check_first_separation(answer)
+    assert "FAILED" in capsys.readouterr().out
