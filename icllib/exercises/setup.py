@@ -7,8 +7,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .core import CheckResult, check_function
+from ..validation import check_int
 
-__all__ = ["check_prediction_at_convergence", "check_all_modes_active_from"]
+__all__ = ["check_prediction_at_convergence", "check_all_modes_active_from",
+           "check_floor_excess_spectrum", "large_N_floor_excess"]
 
 
 def _sample_prediction_inputs(rng):
@@ -80,3 +82,71 @@ def check_all_modes_active_from(candidate: Callable, *, trials: int = 30,
     return check_function(candidate, _all_modes_active_from, _sample_spread_spectrum,
                           trials=trials, seed=seed, rtol=0.0, atol=0.5,
                           name="all_modes_active_from")
+
+
+def large_N_floor_excess(s) -> float:
+    """Large-``N`` limit of ``L_inf / l* - 1``: ``(d Tr S - R^2) / (Tr S + R^2)``, ``R = sum sqrt s``.
+
+    The ratio of the limits ``N L_inf -> (d + 1) Tr S / 2`` and ``N l* -> (Tr S + R^2) / 2``
+    (book chapter 1, proposition 'The exact floor and its gap to the paper's'), minus one.
+    """
+    s = np.asarray(s, dtype=float)
+    T, R2 = s.sum(), np.sqrt(s).sum() ** 2
+    return float((s.size * T - R2) / (T + R2))
+
+
+def check_floor_excess_spectrum(candidate: Callable, *, trials: int = 30,
+                                seed: int = 0) -> CheckResult:
+    """Check ``candidate(d, excess)``: a spectrum whose large-``N`` floor excess beats ``excess``.
+
+    The candidate returns ``d`` positive variances whose :func:`large_N_floor_excess` is
+    larger than ``excess``, or ``None`` when no spectrum with ``d`` positive variances has one
+    (book chapter 1, exercise 'How wrong can the paper's floor be?').  The supremum over
+    spectra is ``(d - 1) / 2``, approached by one variance far above the others and never
+    attained; trials draw ``d`` in ``2..8`` and ask, three times in four, for an excess
+    between a half and ``1 - 1e-3`` of the supremum (possible), otherwise for the supremum
+    itself or more (impossible: the answer is ``None``).
+    """
+    trials = check_int("trials", trials, 1)
+    seed = check_int("seed", seed, 0)
+    name = "floor_excess_spectrum"
+    rng = np.random.default_rng(seed)
+
+    def verdict(passed, n, text):
+        msg = ("PASSED " if passed else "FAILED ") + f"{name}: " + text
+        print(msg)
+        return CheckResult(passed, name, n, 0.0 if passed else float("nan"), msg)
+
+    for trial in range(1, trials + 1):
+        d = int(rng.integers(2, 9))
+        sup = (d - 1) / 2
+        possible = rng.random() < 0.75
+        excess = sup * (rng.uniform(0.5, 1 - 1e-3) if possible else rng.choice([1.0, 1.2]))
+        asked = f"d = {d}, excess = {excess:.6g} (trial {trial})"
+        try:
+            got = candidate(d, excess)
+        except NotImplementedError:
+            return verdict(False, trial, "not implemented yet (it raised NotImplementedError).")
+        except Exception as exc:  # the reader's bug, reported rather than raised
+            return verdict(False, trial, f"raised {type(exc).__name__}: {exc} for {asked}.")
+        if not possible:
+            if got is not None:
+                return verdict(False, trial, f"returned a spectrum for {asked}, but no "
+                               f"spectrum with {d} positive variances reaches that excess.")
+            continue
+        if got is None:
+            return verdict(False, trial, f"returned None for {asked}, but some spectrum "
+                           "reaches that excess.")
+        try:
+            s = np.asarray(got, dtype=float)
+        except (TypeError, ValueError):
+            return verdict(False, trial, f"returned {type(got).__name__}, not a spectrum, "
+                           f"for {asked}.")
+        if s.shape != (d,) or not np.all(np.isfinite(s)) or not np.all(s > 0):
+            return verdict(False, trial, f"returned {np.round(s, 6)} for {asked}: a spectrum "
+                           f"is {d} finite, positive variances.")
+        reached = large_N_floor_excess(s)
+        if not reached > excess:
+            return verdict(False, trial, f"the spectrum {s} for {asked} has a large-N excess "
+                           f"of only {reached:.6g}.")
+    return verdict(True, trials, f"all {trials} trials right.")
