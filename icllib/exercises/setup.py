@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .core import CheckResult, check_function
 from ..validation import check_int
+from .core import CheckResult, check_function
 
 __all__ = ["check_prediction_at_convergence", "check_all_modes_active_from",
            "check_floor_excess_spectrum", "large_N_floor_excess"]
@@ -85,7 +85,8 @@ def check_all_modes_active_from(candidate: Callable, *, trials: int = 30,
 
 
 def large_N_floor_excess(s) -> float:
-    """Large-``N`` limit of ``L_inf / l* - 1``: ``(d Tr S - R^2) / (Tr S + R^2)``, ``R = sum sqrt s``.
+    """Large-``N`` limit of ``L_inf / l* - 1``: ``(d Tr S - R^2) / (Tr S + R^2)``,
+    ``R = sum sqrt s``.
 
     The ratio of the limits ``N L_inf -> (d + 1) Tr S / 2`` and ``N l* -> (Tr S + R^2) / 2``
     (book chapter 1, proposition 'The exact floor and its gap to the paper's'), minus one.
