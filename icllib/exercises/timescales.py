@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..validation import check_positive
 from .core import CheckResult, check_function
 
-__all__ = ["check_logistic_a", "check_plateau_length"]
+__all__ = ["check_logistic_a", "check_plateau_length", "slow_mode_lag", "check_slow_mode_lag"]
 
 
 def _sample_logistic_inputs(rng):
@@ -73,3 +74,72 @@ def check_plateau_length(candidate: Callable, *, trials: int = 20,
 
     return check_function(candidate, plateau_length, _sample_small_starts, trials=trials,
                           seed=seed, rtol=1e-8, atol=1e-12, name="plateau_length")
+
+
+def slow_mode_lag(s, N: int = 10, eta: float = 0.01, a0: float = 1e-4) -> float:
+    """Half-rise time of the smallest-variance mode, exact mean flow over the paper's logistic.
+
+    Both from the balanced start ``p = q = sqrt(a0)`` in every mode; the exact flow's
+    half-rise is where ``a`` reaches half the exact minimiser ``a*`` (book chapter 4, the
+    definition 'Escape time and half-rise time'), the paper's is its logistic's
+    (:func:`icllib.theory.half_rise_time`).  ``nan`` when the exact minimiser switches that
+    mode off (``a* = 0``: it is never learned); ``inf`` when it has not risen after 40 times
+    the paper's time.
+    """
+    from ..flows import exact_mean_flow
+    from ..metrics import first_crossing
+    from ..theory import exact_fixed_point, half_rise_time
+
+    s = np.asarray(s, dtype=float)
+    if s.ndim != 1 or s.size < 1 or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError(f"s must be a 1-D array of positive variances, got {s!r}")
+    a0 = check_positive("a0", a0)
+    slowest = int(np.argmin(s))
+    a_star = exact_fixed_point(s, N)[slowest]
+    if a_star <= 0:
+        return float("nan")
+    paper = half_rise_time(a0, s, N, eta)[slowest]
+    t = np.concatenate([[0.0], np.geomspace(1e-3 * paper, 40.0 * paper, 6000)])
+    start = np.full(s.size, np.sqrt(a0))
+    a = exact_mean_flow(start, start, s, N, t, eta=eta).a[:, slowest]
+    exact = first_crossing(t, a, a_star / 2)
+    return float("inf") if np.isnan(exact) else float(exact / paper)
+
+
+def check_slow_mode_lag(spectrum, *, N: int = 10, eta: float = 0.01, a0: float = 1e-4,
+                        factor: float = 3.0, max_modes: int = 8,
+                        verbose: bool = True) -> CheckResult:
+    """Check a designed spectrum: its slowest mode is learned ``factor`` times later than
+    the paper's logistic says (book chapter 4, exercise 'A spectrum that fools the paper').
+
+    The spectrum must have at most ``max_modes`` positive variances and every mode must be
+    learned (``a* > 0`` in every mode of :func:`icllib.theory.exact_fixed_point`: a mode that
+    is switched off has no half-rise at all); then :func:`slow_mode_lag` must be at least
+    ``factor``.  ``verbose=False`` prints nothing (the verdict is still returned).
+    """
+    from ..theory import exact_fixed_point
+
+    name = "slow_mode_lag"
+
+    def verdict(passed, text, lag=float("nan")):
+        msg = ("PASSED " if passed else "FAILED ") + f"{name}: " + text
+        if verbose:
+            print(msg)
+        return CheckResult(passed, name, 1, 0.0 if passed else lag, msg)
+
+    try:
+        s = np.asarray(spectrum, dtype=float)
+    except (TypeError, ValueError):
+        return verdict(False, f"the spectrum must be a list of numbers, got {spectrum!r}")
+    if s.ndim != 1 or not 1 <= s.size <= max_modes or not np.all(np.isfinite(s)) \
+            or np.any(s <= 0):
+        return verdict(False, f"the spectrum must be 1 to {max_modes} positive variances, "
+                              f"got {spectrum!r}")
+    off = np.flatnonzero(exact_fixed_point(s, N) <= 0)
+    if off.size:
+        return verdict(False, f"modes {(off + 1).tolist()} are switched off at N = {N} "
+                              "(a* = 0, chapter 3): they are never learned")
+    lag = slow_mode_lag(s, N, eta, a0)
+    text = (f"the slowest mode (s = {s.min():.3g}) reaches half its final value "
+            f"{lag:.2f} times later than the paper's logistic says (wanted >= {factor:g})")
+    return verdict(lag >= factor, text, lag)
