@@ -21,9 +21,13 @@ t0=$(date +%s)
 # background, the build and the browser tests under this machine's kernels in front.  They
 # share only the CPU (nbval and the build execute the chapters without writing files; the
 # browser tests read _build/ after the build), so side by side they change the wall time only.
-# One thread per stream: two streams of multi-threaded BLAS/OpenMP on two cores would wait for
-# each other (PyTorch's small ops slow down several times when oversubscribed).
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+# Half the cores per stream (one each on a 2-core machine): two streams of multi-threaded
+# BLAS/OpenMP on too few cores wait for each other (PyTorch's small ops slow down several times
+# when oversubscribed), and a larger machine still uses all of its cores.
+cores=$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())')
+threads=$(( cores / 2 > 0 ? cores / 2 : 1 ))
+export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
+echo "[test] $cores cores: two streams of $threads thread(s)"
 other_log=$(mktemp)
 (
   scripts/other-cpu .venv/bin/python -m pytest tests -m "not browser" -q -p no:cacheprovider

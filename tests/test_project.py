@@ -34,15 +34,17 @@ def test_requirements_pin_every_package_exactly():
         assert needed in requirement_pins(), f"requirements.txt does not pin {needed}"
 
 
-def test_binder_reads_requirements_txt_and_postbuild():
-    # repo2docker prefers environment.yml, and a binder/ or .binder/ folder, over the root
-    # requirements.txt; with none of them Binder installs exactly the pins the tests use.
-    for shadow in ("environment.yml", "binder", ".binder", "Pipfile", "setup.py"):
+def test_binder_reads_environment_yml_and_postbuild():
+    # repo2docker prefers a binder/ or .binder/ folder over the root files; with none, it reads
+    # environment.yml (which installs the lock) and runs postBuild: the packages the tests use.
+    # (tests/test_environment.py checks the Dockerfile repo2docker generates.)
+    for shadow in ("binder", ".binder", "Pipfile", "setup.py"):
         assert not (ROOT / shadow).exists(), f"{shadow} would change what Binder installs"
+    assert (ROOT / "environment.yml").is_file()
     assert (ROOT / "runtime.txt").read_text().strip() == "python-3.11"
     post = (ROOT / "postBuild").read_text()
     assert "--no-deps -e ." in post and "scripts/jupyterlab_settings.py" in post
-    # The local environment is set up by the same two files.
+    # The local environment is set up by the same lock and postBuild.
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     assert "-r \"$requirements\"" in setup and "bash postBuild" in setup
 
@@ -293,3 +295,29 @@ def test_workflow_runs_the_unit_tests_on_newer_pythons():
     versions = {v for job in jobs.values()
                 for v in job.get("strategy", {}).get("matrix", {}).get("python-version", [])}
     assert {"3.12", "3.13"} <= versions
+
+
+def _other_cpu_list(arch):
+    import os
+    import subprocess
+
+    env = dict(os.environ, OTHER_CPU_ARCH=arch)
+    out = subprocess.run(["bash", "scripts/other-cpu", "--list"], cwd=ROOT, env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return dict(line.split("=", 1) for line in out.stdout.splitlines()), out.stderr
+
+
+def test_other_cpu_switches_what_applies_on_each_architecture():
+    x86, _ = _other_cpu_list("x86_64")
+    assert x86["OPENBLAS_CORETYPE"] == "Prescott" and "X86_V3" in x86["NPY_DISABLE_CPU_FEATURES"]
+    arm, _ = _other_cpu_list("aarch64")
+    assert arm["OPENBLAS_CORETYPE"] == "ARMV8" and "X86" not in arm["NPY_DISABLE_CPU_FEATURES"]
+    assert "MKL_ENABLE_INSTRUCTIONS" not in arm          # MKL is x86 only
+    other, note = _other_cpu_list("riscv64")
+    assert other == {} and "no kernel switches known for riscv64" in note
+
+
+def test_the_test_command_sizes_its_streams_to_the_machine():
+    text = (ROOT / "scripts" / "test.sh").read_text()
+    assert "OMP_NUM_THREADS=$threads" in text and "cores / 2" in text
