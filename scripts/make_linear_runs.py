@@ -1,7 +1,8 @@
 """Train and store the linear model's long SGD runs that chapters 2-5b load.
 
 Each group of icllib.train.stored (the running example's seeds, chapter 3's runs from the
-paper's fixed point, chapter 5's floor at N = 40, chapter 5b's task sets) is trained with
+paper's fixed point, chapter 5's floor at N = 40, chapter 5b's task sets and its price of a
+finite set over P = 1..256 from two starts) is trained with
 icllib.train.train_sgd, exactly as the chapters did before the runs were stored, and written
 to book/data/linear/<scale>/<group>.npz with its specification and this command:
 
@@ -10,7 +11,9 @@ to book/data/linear/<scale>/<group>.npz with its specification and this command:
     python scripts/make_linear_runs.py --scale full --jobs 16
 
 Runs are deterministic: one BLAS thread each (train_sgd limits BLAS to one thread itself).
-About 3.5 minutes of CPU for the quick scale, split over --jobs processes.
+About 3.5 minutes of CPU for the quick scale, split over --jobs processes, plus about 6.5
+minutes for chapter 5b's "task-set-price" (160 runs; measured with --jobs 1, which runs in
+this process).
 """
 
 from __future__ import annotations
@@ -57,19 +60,28 @@ def main(argv=None) -> int:
     tasks = []
     for name in names:
         g = plan[name]
-        keys = g.seeds if g.kind == "sgd" else [(P, s) for P in g.P_values
-                                                  for s in g.seeds_for(P)]
+        if g.kind == "price":
+            keys = g.keys()
+        else:
+            keys = g.seeds if g.kind == "sgd" else [(P, s) for P in g.P_values
+                                                      for s in g.seeds_for(P)]
         tasks += [(name, key) for key in keys]
     t0 = time.perf_counter()
     results = {name: {} for name in names}
     seconds = dict.fromkeys(names, 0.0)
-    with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
-        futures = [(name, pool.submit(one_run, name, scale, key)) for name, key in tasks]
-        for name, f in futures:
-            key, run, sec = f.result()
-            results[name][key] = run
-            seconds[name] += sec
-            print(f"{name} {key}: {sec:.1f} s", flush=True)
+    def collect(name, key, run, sec):
+        results[name][key] = run
+        seconds[name] += sec
+        print(f"{name} {key}: {sec:.1f} s", flush=True)
+
+    if args.jobs == 1:               # in this process: nothing to lose to a dead worker
+        for name, key in tasks:
+            collect(name, *one_run(name, scale, key))
+    else:
+        with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+            futures = [(name, pool.submit(one_run, name, scale, key)) for name, key in tasks]
+            for name, f in futures:
+                collect(name, *f.result())
     for name in names:
         path = save_group(name, results[name], scale, seconds=seconds[name])
         print(f"{path.relative_to(ROOT)}: {len(results[name])} runs, {seconds[name]:.0f} s of "

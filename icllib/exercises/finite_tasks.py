@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..validation import check_int
 from .core import CheckResult, check_function
 
-__all__ = ["check_task_set_fixed_point"]
+__all__ = ["check_task_set_fixed_point", "check_manifold_preserving_set"]
 
 
 def _sample_task_set_inputs(rng):
@@ -41,3 +42,64 @@ def check_task_set_fixed_point(candidate: Callable, *, trials: int = 40,
     return check_function(candidate, task_set_fixed_point, _sample_task_set_inputs,
                           trials=trials, seed=seed, rtol=1e-9, atol=1e-12,
                           name="task_set_fixed_point")
+
+
+def check_manifold_preserving_set(candidate: Callable, *, trials: int = 20,
+                                  seed: int = 0) -> CheckResult:
+    """Check ``candidate(P, d, rng) -> lam`` (shape ``(P, d)``): a task set off which the
+    mean flow cannot push a point of the reduced manifold.
+
+    Book chapter 5b, exercise ``ch5b-ex1``.  For random even ``P`` in ``2..64`` and ``d`` in
+    ``2..6`` the set must be non-degenerate (every mode's second moment ``m_a > 1e-8``, and
+    another generator gives another set) and its drives off the manifold must vanish: the
+    mean task (which drives ``p1``, proposition ``ch5b-drive``) and every third moment
+    ``(1/P) sum_mu lambda_b lambda_d^2`` (which drive ``q2``, proposition ``ch5b-odd``), to
+    ``1e-10`` of the set's scale.  On the last trial the ``q2`` drive is also evaluated at
+    a random manifold point (:func:`icllib.train.task_fitting.q2_drive`).
+    """
+    from ..train.task_fitting import q2_drive, task_third_moments
+
+    if not callable(candidate):
+        raise ValueError(f"candidate must be a function, got {type(candidate).__name__}")
+    trials = check_int("trials", trials, 1)
+    rng = np.random.default_rng(seed)
+    name = getattr(candidate, "__name__", "your function")
+
+    def verdict(passed, n, text):
+        msg = ("PASSED " if passed else "FAILED ") + f"{name}: " + text
+        print(msg)
+        return CheckResult(passed, name, n, float("nan") if not passed else 0.0, msg)
+
+    for trial in range(1, trials + 1):
+        P, d = 2 * int(rng.integers(1, 33)), int(rng.integers(2, 7))
+        try:
+            lam = np.asarray(candidate(P, d, np.random.default_rng(rng.integers(2**31))),
+                             dtype=float)
+            other = np.asarray(candidate(P, d, np.random.default_rng(rng.integers(2**31))),
+                               dtype=float)
+        except NotImplementedError:
+            return verdict(False, trial, "not written yet (NotImplementedError)")
+        where = f"trial {trial} (P = {P}, d = {d})"
+        if lam.shape != (P, d) or not np.all(np.isfinite(lam)):
+            return verdict(False, trial, f"{where}: expected a finite array of shape "
+                                         f"({P}, {d}), got shape {lam.shape}")
+        m = np.mean(lam ** 2, axis=0)
+        if np.any(m < 1e-8):
+            return verdict(False, trial, f"{where}: a mode has second moment {m.min():.3g} "
+                                         "< 0.05: those tasks barely use it")
+        if other.shape == lam.shape and np.allclose(other, lam):
+            return verdict(False, trial, f"{where}: two generators gave the same set: draw it")
+        scale = float(np.mean(m)) ** 1.5
+        mean_task = np.abs(lam.mean(axis=0)).max()
+        third = np.abs(task_third_moments(lam)).max()
+        if mean_task > 1e-10 * scale ** (1 / 3) or third > 1e-10 * scale:
+            return verdict(False, trial,
+                           f"{where}: the set still drives the manifold: largest |mean task| "
+                           f"{mean_task:.2g}, largest third moment {third:.2g}")
+    s = np.exp(rng.uniform(np.log(0.3), np.log(3.0), d))
+    p, q = rng.uniform(0.2, 1.0, d), rng.uniform(0.2, 1.0, d)
+    g_q2 = np.abs(q2_drive(p, q, s, 5, lam)).max()
+    if g_q2 > 1e-10 * scale:
+        return verdict(False, trials, f"the q2 drive at a manifold point is {g_q2:.2g}, not 0")
+    return verdict(True, trials, f"{trials} random task sets, none drives p1 or q2 off the "
+                                 f"reduced manifold")

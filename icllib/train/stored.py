@@ -22,6 +22,7 @@ specification is not the one the library now asks for, and names the command tha
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,26 +30,31 @@ from pathlib import Path
 import numpy as np
 
 from ..data import DataConfig, sample_task_set
+from ..datafiles import chapter_data_dir
 from ..examples import RUNNING_EXAMPLE
 from ..model import Params
 from ..scale import SCALES, current_scale, pick
 from ..theory import paper_fixed_point
 from ..validation import check_choice, check_int
 from .finite_tasks import monte_carlo_loss
-from .initialisation import balanced_init
+from .initialisation import balanced_init, random_init
 from .sgd import auto_sampler, mode_products, train_sgd
+from .stability import DivergenceError
+from .task_fitting import PathwayLosses, mean_pathway_losses
 
-__all__ = ["StoredRun", "SGDGroup", "TaskSetGroup", "TaskSetRun", "groups", "group",
-           "data_dir", "make_command", "train_group", "save_group", "load_group"]
+__all__ = ["StoredRun", "SGDGroup", "TaskSetGroup", "TaskSetRun", "PriceGroup", "PriceRun",
+           "groups", "group", "data_dir", "make_command", "train_group", "save_group",
+           "load_group"]
 
 CHAPTER = "linear"
 BLOCKS = ("p1", "p2", "q1", "q2")
 
 
 def data_dir(scale: str | None = None) -> Path:
-    """``book/data/linear/<scale>`` of this checkout (scale: default the current one)."""
+    """``book/data/linear/<scale>`` (scale: default the current one): of this checkout, or
+    under ``$ICLLIB_DATA`` (:func:`icllib.datafiles.data_root`)."""
     scale = current_scale() if scale is None else check_choice("scale", scale, SCALES)
-    return Path(__file__).resolve().parents[2] / "book" / "data" / CHAPTER / scale
+    return chapter_data_dir(CHAPTER, scale)
 
 
 def make_command(scale: str, name: str | None = None) -> str:
@@ -284,12 +290,219 @@ class TaskSetGroup:
                           {k: np.array(v, dtype=float) for k, v in final.items()}, curve)
 
 
+@dataclass(frozen=True)
+class PriceRun:
+    """One run of chapter 5b's price of a finite set (:class:`PriceGroup`).
+
+    Attributes
+    ----------
+    P : int or None
+        Number of tasks (None: a fresh task for every prompt).
+    task_set : int
+        Which of the group's sets of this ``P`` (0 for fresh tasks).
+    start : str
+        ``"balanced"`` or ``"random"``.
+    seed : int
+        Seed of the SGD noise stream.
+    steps : ndarray (T,)
+        Stored steps (every ``store_every``).
+    diagonals : ndarray (T, 4, d)
+        Diagonals of ``p1, p2, q1, q2`` in the eigenbasis at ``steps``, float32.
+    late_blocks : ndarray (4, d, d)
+        ``p1, p2, q1, q2`` at the last step, float32.
+    test, train : PathwayLosses or None
+        :func:`icllib.train.task_fitting.mean_pathway_losses` of the iterates at the
+        ``n_late`` evenly spaced steps from ``burn_in`` to the end, on ``n_eval`` prompts with
+        fresh tasks (the same prompts for every run of the group) and from the task set (None
+        for fresh tasks, and for a run that diverged).
+    diverged_at : int or None
+        The step at which SGD diverged (:class:`~icllib.train.stability.DivergenceError`),
+        None for a run that finished; a diverged run keeps its trajectory up to that step.
+    """
+
+    P: int | None
+    task_set: int
+    start: str
+    seed: int
+    steps: np.ndarray
+    diagonals: np.ndarray
+    late_blocks: np.ndarray
+    test: PathwayLosses | None
+    train: PathwayLosses | None
+    diverged_at: int | None = None
+
+    @property
+    def a(self) -> np.ndarray:
+        """Mode amplitudes, both pathways, at ``steps``, float64, (T, d)."""
+        p1, p2, q1, q2 = np.moveaxis(self.diagonals.astype(float), 1, 0)
+        return p2 * q1 + p1 * q2
+
+    @property
+    def via_p1q2(self) -> np.ndarray:
+        """The part of each mode carried by ``(p1)_aa (q2)_aa``, (T, d)."""
+        return (self.diagonals[:, 0] * self.diagonals[:, 3]).astype(float)
+
+    def last_params(self) -> Params:
+        """The model at the last step (eigenbasis)."""
+        return Params.from_blocks(*self.late_blocks.astype(float))
+
+
+_LOSS_FIELDS = ("loss", "loss_se", "ablated", "ablated_se", "rms", "target_rms")
+
+
+@dataclass(frozen=True)
+class PriceGroup:
+    """Chapter 5b's price of a finite task set: the full model on many sets, two starts.
+
+    For each ``P`` in ``P_values`` and each ``k < n_sets`` the task set is
+    ``sample_task_set(config, default_rng(task_seed + P + 1000 k))`` (``k = 0`` is the set of
+    the ``"task-sets"`` group); for each start and SGD seed in ``seeds`` (``fresh_seeds`` for
+    fresh tasks) the run is ``train_sgd(config, start, eta, B, steps, tasks=...,
+    rng=default_rng(seed), record_every=record_every)``, from ``balanced_init(d, start)`` or
+    ``random_init(d, random_scale, default_rng(init_seed + seed))`` (the same SGD noise stream
+    for both starts).  The iterates at ``n_late`` evenly spaced steps from ``burn_in`` to the
+    end are evaluated by :func:`~icllib.train.task_fitting.mean_pathway_losses` (losses
+    averaged over iterates, not parameters: a mode that changes pathway inside the window,
+    book chapter 2, would make an averaged model that SGD never visited) on ``n_eval``
+    prompts: the test
+    prompts come from ``default_rng(eval_seed)`` for every run (common random numbers: the
+    differences between runs carry no sampling noise of the prompts), the training prompts
+    from ``default_rng([eval_seed, P, k])``.
+    """
+
+    s: tuple
+    N: int
+    eta: float
+    B: int
+    steps: int
+    start: float
+    random_scale: float
+    P_values: tuple
+    n_sets: int
+    seeds: tuple
+    fresh_seeds: tuple
+    starts: tuple = ("balanced", "random")
+    task_seed: int = 7000
+    init_seed: int = 9000
+    eval_seed: int = 8000
+    record_every: int = 4
+    store_every: int = 500
+    burn_in: int = 11000
+    n_late: int = 5
+    n_eval: int = 50000
+    sampler: str = "statistics"
+    kind: str = field(default="price", init=False)
+
+    def keys(self) -> list:
+        """Every run as ``(P, task_set, start, seed)``, fresh tasks first."""
+        out = [(None, 0, st, sd) for st in self.starts for sd in self.fresh_seeds]
+        return out + [(P, k, st, sd) for P in self.P_values for k in range(self.n_sets)
+                      for st in self.starts for sd in self.seeds]
+
+    def config(self, P) -> DataConfig:
+        return DataConfig(s=np.array(self.s), N=self.N, P=P)
+
+    def tasks(self, P, k: int = 0):
+        """Task set ``k`` of ``P`` tasks (None for fresh tasks)."""
+        if P is None:
+            return None
+        return sample_task_set(self.config(P),
+                               np.random.default_rng(self.task_seed + P + 1000 * k))
+
+    def init(self, start: str, seed: int) -> Params:
+        d = len(self.s)
+        if start == "balanced":
+            return balanced_init(d, self.start)
+        check_choice("start", start, self.starts)
+        return random_init(d, self.random_scale, np.random.default_rng(self.init_seed + seed))
+
+    def train(self, P, task_set: int, start: str, seed: int,
+              steps: int | None = None) -> PriceRun:
+        """Train and evaluate one run (``steps``: a prefix, trajectory only, no losses)."""
+        config, tasks = self.config(P), self.tasks(P, task_set)
+        short = steps is not None
+        steps = self.steps if steps is None else check_int("steps", steps, 0, self.steps)
+
+        def run(n):
+            return train_sgd(config, self.init(start, seed), eta=self.eta, B=self.B, steps=n,
+                             rng=np.random.default_rng(seed), tasks=tasks,
+                             record_every=self.record_every, sampler=self.sampler)
+
+        diverged_at = None
+        try:
+            rec = run(steps)
+        except DivergenceError as err:          # kept, with its trajectory up to that step
+            diverged_at = int(re.search(r"diverged at step (\d+)", str(err)).group(1))
+            rec = run(diverged_at - 1)
+        keep = rec.steps % self.store_every == 0
+        diagonals = np.stack([np.einsum("tii->ti", getattr(rec, b)[keep]) for b in BLOCKS],
+                             axis=1).astype(np.float32)
+        late = rec.steps >= self.burn_in
+        if short or diverged_at is not None or not late.any():
+            return PriceRun(P, task_set, start, seed, rec.steps[keep], diagonals,
+                            np.zeros((4, len(self.s), len(self.s)), np.float32), None, None,
+                            diverged_at)
+        at = np.linspace(self.burn_in, steps, self.n_late)      # the nearest recorded steps
+        idx = [int(np.argmin(np.abs(rec.steps - t))) for t in at]
+        models = [Params.from_blocks(*(getattr(rec, b)[j] for b in BLOCKS)) for j in idx]
+        test = mean_pathway_losses(models, config, self.n_eval, self.eval_seed)
+        train = (None if P is None else
+                 mean_pathway_losses(models, config, self.n_eval,
+                                     [self.eval_seed, P, task_set], tasks=tasks))
+        last = np.stack([getattr(rec, b)[-1] for b in BLOCKS]).astype(np.float32)
+        return PriceRun(P, task_set, start, seed, rec.steps[keep], diagonals, last, test,
+                        train)
+
+    @staticmethod
+    def prefix(key) -> str:
+        P, k, start, seed = key
+        where = "fresh" if P is None else f"P{P}/set{k}"
+        return f"{where}/{start}/seed{seed}"
+
+    def to_arrays(self, runs: dict) -> dict:
+        arrays = {}
+        for key, run in runs.items():
+            pre = self.prefix(key)
+            arrays[f"{pre}/steps"], arrays[f"{pre}/diagonals"] = run.steps, run.diagonals
+            arrays[f"{pre}/late_blocks"] = run.late_blocks
+            if run.diverged_at is not None:
+                arrays[f"{pre}/diverged_at"] = np.array(run.diverged_at)
+            for which in ("test", "train"):
+                res = getattr(run, which)
+                if res is not None:
+                    arrays[f"{pre}/{which}"] = np.concatenate(
+                        [np.atleast_1d(np.asarray(getattr(res, f), float))
+                         for f in _LOSS_FIELDS])
+        return arrays
+
+    def from_arrays(self, arrays) -> dict:
+        def losses(v):
+            if v is None:
+                return None
+            v = np.asarray(v, float)
+            return PathwayLosses(loss=float(v[0]), loss_se=float(v[1]), ablated=v[2:6],
+                                 ablated_se=v[6:10], rms=v[10:14], target_rms=float(v[14]))
+
+        out = {}
+        for key in self.keys():
+            pre = self.prefix(key)
+            out[key] = PriceRun(*key, steps=arrays[f"{pre}/steps"],
+                                diagonals=arrays[f"{pre}/diagonals"],
+                                late_blocks=arrays[f"{pre}/late_blocks"],
+                                test=losses(arrays.get(f"{pre}/test")),
+                                train=losses(arrays.get(f"{pre}/train")),
+                                diverged_at=(int(arrays[f"{pre}/diverged_at"])
+                                             if f"{pre}/diverged_at" in arrays else None))
+        return out
+
+
 def groups(scale: str | None = None) -> dict:
     """Every stored group of the book at ``scale`` (default: the current scale), by name.
 
     ``"running-example"``: intro, chapters 2, 4 and 5 (N = 10, B = 2048, seeds 400, 401, ...);
     ``"floor-N40"``: chapter 5's floor at N = 40; ``"fixed-point-B<B>"``: chapter 3's runs
-    from the paper's fixed point at two batch sizes; ``"task-sets"``: chapter 5b.
+    from the paper's fixed point at two batch sizes; ``"task-sets"``: chapter 5b;
+    ``"task-set-price"``: chapter 5b's full-model price of a finite set (:class:`PriceGroup`).
     """
     scale = current_scale() if scale is None else check_choice("scale", scale, SCALES)
     ex = RUNNING_EXAMPLE
@@ -318,6 +531,17 @@ def groups(scale: str | None = None) -> dict:
         n_curve=pick(quick=2000, full=20000, scale=scale),
         n_final=pick(quick=30000, full=200000, scale=scale),
         sampler=auto_sampler(ex.N, d, True))    # task sets share the eigenbasis
+    # chapter 5b's price of a finite set: P = 1 .. 256, several sets, two starts; the random
+    # start has the balanced start's norm on the blocks that reach the prediction
+    # (W^P_y, W^Q_x: 4 d^2 entries of size r against 2 d of size p0, so r = p0 / sqrt(2 d))
+    out["task-set-price"] = PriceGroup(
+        s=s, N=ex.N, eta=ex.eta, B=128, steps=12000, start=ex.p0,
+        random_scale=ex.p0 / float(np.sqrt(2 * d)),
+        P_values=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+        n_sets=pick(quick=4, full=8, scale=scale),
+        seeds=pick(quick=(0, 1), full=(0, 1, 2, 3), scale=scale),
+        fresh_seeds=tuple(range(pick(quick=8, full=16, scale=scale))),
+        sampler=auto_sampler(ex.N, d, True))
     return out
 
 
@@ -336,6 +560,8 @@ def train_group(name: str, scale: str | None = None) -> dict:
     g = group(name, scale)
     if g.kind == "sgd":
         return {seed: g.train(seed) for seed in g.seeds}
+    if g.kind == "price":
+        return {key: g.train(*key) for key in g.keys()}
     return {(P, seed): g.train(P, seed) for P in g.P_values for seed in g.seeds_for(P)}
 
 
@@ -348,8 +574,8 @@ def save_group(name: str, runs: dict, scale: str | None = None, *, seconds: floa
     """Store a group's runs (as made by :func:`train_group`) with its specification."""
     scale = current_scale() if scale is None else scale
     g = group(name, scale)
-    arrays = {}
-    for key, run in runs.items():
+    arrays = g.to_arrays(runs) if g.kind == "price" else {}
+    for key, run in runs.items() if g.kind != "price" else ():
         if g.kind == "sgd":
             arrays.update(run.arrays(f"seed{key}"))
         else:
@@ -369,8 +595,9 @@ def save_group(name: str, runs: dict, scale: str | None = None, *, seconds: floa
 
 
 def load_group(name: str, scale: str | None = None, *, path: Path | None = None):
-    """Load a stored group: a list of :class:`StoredRun` (seed order), or for
-    ``"task-sets"`` a dict ``{P: [TaskSetRun, ...]}``.
+    """Load a stored group: a list of :class:`StoredRun` (seed order), for
+    ``"task-sets"`` a dict ``{P: [TaskSetRun, ...]}``, for ``"task-set-price"`` a dict
+    ``{(P, task_set, start, seed): PriceRun}``.
 
     Raises
     ------
@@ -394,6 +621,8 @@ def load_group(name: str, scale: str | None = None, *, path: Path | None = None)
     if g.kind == "sgd":
         return [StoredRun.from_arrays(arrays, f"seed{seed}", seed, g.late_from)
                 for seed in g.seeds]
+    if g.kind == "price":
+        return g.from_arrays(arrays)
     out = {}
     for P in g.P_values:
         out[P] = []
