@@ -247,7 +247,7 @@ def test_every_reference_resolves_with_jupyterlabs_default_windowing(lab, browse
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = context.new_page()
             messages = []
-            page.on("console", lambda m: messages.append(m.text)
+            page.on("console", lambda m, messages=messages: messages.append(m.text)
                     if any(u in m.text for u in UNRESOLVED) else None)
             try:
                 page.goto(f"{url}/lab/tree/book/{chapter}?reset&token={token}")

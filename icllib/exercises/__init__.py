@@ -22,13 +22,21 @@ PASSED exact_mean_velocity: ...
 """
 
 from .core import CheckResult, check_function
-from .dynamics import check_exact_mean_velocity, check_frozen_growth_rate
-from .finite_tasks import check_task_set_fixed_point
+from .dynamics import (
+    check_exact_mean_velocity,
+    check_first_separation,
+    check_frozen_growth_rate,
+)
+from .finite_tasks import check_manifold_preserving_set, check_task_set_fixed_point
 from .fixed_points import check_exact_fixed_point, check_water_filling
-from .loss import check_exact_floor, check_paper_loss
+from .loss import check_exact_floor, check_paper_loss, check_zero_product_excess
 from .nonlinear import check_embedding_fourier_power, check_induction_score
-from .setup import check_all_modes_active_from, check_prediction_at_convergence
-from .timescales import check_logistic_a, check_plateau_length
+from .setup import (
+    check_all_modes_active_from,
+    check_floor_excess_spectrum,
+    check_prediction_at_convergence,
+)
+from .timescales import check_logistic_a, check_plateau_length, check_slow_mode_lag
 
 __all__ = [
     "CheckResult",
@@ -37,6 +45,11 @@ __all__ = [
     "check_all_modes_active_from",
     "check_exact_mean_velocity",
     "check_frozen_growth_rate",
+    "check_first_separation",
+    "check_floor_excess_spectrum",
+    "check_slow_mode_lag",
+    "check_zero_product_excess",
+    "check_manifold_preserving_set",
     "check_exact_fixed_point",
     "check_water_filling",
     "check_logistic_a",
