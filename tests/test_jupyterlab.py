@@ -128,6 +128,8 @@ ERROR_OUTPUTS = """() => {
     if (c.model.type !== 'code') return;
     for (const o of c.model.outputs.toJSON())
       if (o.output_type === 'error') errors.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+      else if (o.output_type === 'stream' && o.name === 'stderr')   // a warning a reader sees
+        errors.push(`cell ${i}: stderr: ${[].concat(o.text).join('').slice(0, 300)}`);
   });
   return errors;
 }"""
