@@ -194,8 +194,10 @@ def q2_drive(p, q, s, N, lam):
 
     ``a_b = p_b q_b`` and ``T`` the third moments (:func:`task_third_moments`).  Near the
     saddle this is ``-T_bb s_b^2 p_b``: the odd moment of mode ``b`` drives ``q2`` as the mean
-    task drives ``p1`` (``-lambda_bar_b s_b^2 q_b``); the mixed moments enter at order
-    ``a^{3/2} / N``.
+    task drives ``p1`` (there the ``p1`` drive is ``-lambda_bar_b h_b`` with
+    ``h_b = (N+2)/N s_b^2 q_b + s_b sum_c s_c q_c / N``, proposition ``ch5b-drive``).  As the
+    modes grow, the own term changes at relative order ``a`` (the factor ``(N+2)/N s_b a_b``)
+    and the mixed moments enter at relative order ``a / N`` (absolute ``a^{3/2} / N``).
 
     Parameters
     ----------
