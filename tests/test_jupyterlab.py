@@ -254,11 +254,13 @@ def test_every_reference_resolves_with_jupyterlabs_default_windowing(lab, browse
         page.goto(f"{url}/lab?reset&token={token}")
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started",
                                timeout=START_TIMEOUT_S * 1000)
-        page.evaluate("() => window.jupyterapp.started")
+        page.evaluate("async () => { await window.jupyterapp.started; return true; }")
         for chapter in CHAPTERS:
             messages.clear()
-            page.evaluate("""path => window.jupyterapp.commands.execute('docmanager:open',
-                                 {path, factory: 'Jupytext Notebook'})""", f"book/{chapter}")
+            page.evaluate("""async path => {      // (the command returns the widget: not sent back)
+                await window.jupyterapp.commands.execute('docmanager:open',
+                                                         {path, factory: 'Jupytext Notebook'});
+                return true; }""", f"book/{chapter}")
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell",
                                    timeout=START_TIMEOUT_S * 1000)
             # markdown renders without a kernel: no need to wait for one (it is shut down
@@ -273,7 +275,7 @@ def test_every_reference_resolves_with_jupyterlabs_default_windowing(lab, browse
             if messages:
                 failures[chapter] = list(messages[:3])
             # closed without a save dialog (nothing was edited; the file stays as it was)
-            page.evaluate("() => window.jupyterapp.shell.currentWidget.dispose()")
+            page.evaluate("() => { window.jupyterapp.shell.currentWidget.dispose(); return true; }")
             page.wait_for_selector(".jp-NotebookPanel", state="detached", timeout=30_000)
             _shut_down_kernels(url, token)
     finally:
