@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..validation import check_int
+from ..validation import check_int, check_spectrum
 from .core import CheckResult, check_function
 
 __all__ = ["check_prediction_at_convergence", "check_all_modes_active_from",
@@ -91,9 +91,10 @@ def large_N_floor_excess(s) -> float:
     The ratio of the limits ``N L_inf -> (d + 1) Tr S / 2`` and ``N l* -> (Tr S + R^2) / 2``
     (book chapter 1, proposition 'The exact floor and its gap to the paper's'), minus one.
     """
-    s = np.asarray(s, dtype=float)
-    T, R2 = s.sum(), np.sqrt(s).sum() ** 2
-    return float((s.size * T - R2) / (T + R2))
+    from ..theory import floor_gap_limit
+
+    s = check_spectrum("s", s)
+    return float(floor_gap_limit(s) / ((s.sum() + np.sqrt(s).sum() ** 2) / 2))
 
 
 def check_floor_excess_spectrum(candidate: Callable, *, trials: int = 30,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..validation import check_positive
+from ..validation import check_positive, check_spectrum
 from .core import CheckResult, check_function
 
 __all__ = ["check_logistic_a", "check_plateau_length", "slow_mode_lag", "check_slow_mode_lag"]
@@ -90,9 +90,7 @@ def slow_mode_lag(s, N: int = 10, eta: float = 0.01, a0: float = 1e-4) -> float:
     from ..metrics import first_crossing
     from ..theory import exact_fixed_point, half_rise_time
 
-    s = np.asarray(s, dtype=float)
-    if s.ndim != 1 or s.size < 1 or not np.all(np.isfinite(s)) or np.any(s <= 0):
-        raise ValueError(f"s must be a 1-D array of positive variances, got {s!r}")
+    s = check_spectrum("s", s)
     a0 = check_positive("a0", a0)
     slowest = int(np.argmin(s))
     a_star = exact_fixed_point(s, N)[slowest]
