@@ -8,9 +8,11 @@ postBuild, are the two exceptions).
 """
 
 import re
+import subprocess
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +87,6 @@ CONDA_TO_PYPI = {"jupyterhub-base": "jupyterhub", "nbconvert-core": "nbconvert",
 
 
 def _repo2docker():
-    import subprocess
     import sys
 
     exe = TOOLS / "bin" / "repo2docker"
@@ -99,7 +100,6 @@ def _repo2docker():
 def _committed_copy(tmp_path):
     """The repository's files as git would check them out (the working tree's versions)."""
     import shutil
-    import subprocess
 
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
                            capture_output=True, text=True, check=True).stdout.split("\n")
@@ -112,7 +112,6 @@ def _committed_copy(tmp_path):
 
 
 def test_repo2docker_builds_binder_from_environment_yml_and_postbuild(tmp_path):
-    import subprocess
 
     repo = _committed_copy(tmp_path)
     out = subprocess.run([str(_repo2docker()), "--no-build", "--debug", str(repo)],
@@ -144,33 +143,87 @@ def _base_environment():
     return base
 
 
-def test_pip_check_passes_with_the_lock_installed_over_binders_base_environment(tmp_path):
-    """Binder installs the lock over repo2docker's base environment (jupyterlab 4.4, notebook
-    7.4, jupyterhub ...). Simulated with pip: the base packages at their versions, then the
-    lock over them, then `pip check`. (A lock without notebook 7.6 fails here: notebook 7.4
-    requires jupyterlab < 4.5.)"""
-    import subprocess
+def _resolved_metadata(pip, report, *args):
+    """``{name: core metadata}`` of what pip would install for ``args`` (a dry run: pip's
+    installation report carries each distribution's metadata; nothing is installed)."""
+    import json
+
+    done = subprocess.run([*pip, "install", "-q", "--dry-run", "--ignore-installed",
+                           "--disable-pip-version-check", "--report", str(report), *args],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {canonical(item["metadata"]["name"]): item["metadata"]
+            for item in json.loads(report.read_text())["install"]}
+
+
+def _pip_check(env, distributions):
+    """`pip check` in the virtual environment ``env`` holding ``distributions`` (name ->
+    core metadata) as installed-package records: a dist-info folder with its METADATA, which
+    is all that `pip check` reads (name, version, Requires-Dist, Provides-Extra)."""
     import sys
 
-    _repo2docker()
-    base = _base_environment()
-    assert base["notebook"].startswith("7.") and "jupyterlab" in base, base
-    env = tmp_path / "binder"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-    pip = [str(env / "bin" / "python"), "-m", "pip"]
-    subprocess.run([*pip, "install", "-q", "--no-compile", "--no-deps",
-                    *(f"{n}=={v}" for n, v in base.items())],
-                   check=True, capture_output=True)
+    site = next(env.glob("lib/python3*/site-packages"))
+    for meta in distributions.values():
+        record = site / f"{canonical(meta['name']).replace('-', '_')}-{meta['version']}.dist-info"
+        record.mkdir()
+        lines = ["Metadata-Version: 2.1", f"Name: {meta['name']}", f"Version: {meta['version']}",
+                 *(f"Provides-Extra: {e}" for e in meta.get("provides_extra", [])),
+                 *(f"Requires-Dist: {r}" for r in meta.get("requires_dist", []))]
+        (record / "METADATA").write_text("\n".join(lines) + "\n")
+    return subprocess.run([str(env / "bin" / "python"), "-m", "pip", "check",
+                           "--disable-pip-version-check"], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def binder_metadata(tmp_path_factory):
+    """The metadata of repo2docker's base packages (at their versions) and of what pip resolves
+    for the lock: pip's dry-run reports (metadata from the index, nothing installed)."""
+    import sys
+
+    tmp = tmp_path_factory.mktemp("binder")
+    _repo2docker()
+    base_pins = _base_environment()
+    assert base_pins["notebook"].startswith("7.") and "jupyterlab" in base_pins, base_pins
+    pip = [sys.executable, "-m", "pip"]
+    base = _resolved_metadata(pip, tmp / "base.json", "--no-deps",
+                              *(f"{n}=={v}" for n, v in base_pins.items()))
     # as scripts/setup.sh: where pip finds the locked torch wheel locally, PyTorch's index
     # (which such a machine may not reach) is left out
     text = (ROOT / "requirements.txt").read_text()
     torch = re.search(r"^torch==\S+", text, re.M).group(0)
     local = subprocess.run([*pip, "install", "-q", "--dry-run", "--ignore-installed", "--no-index",
                             "--no-deps", torch], capture_output=True).returncode == 0
-    lock = tmp_path / "lock.txt"
+    lock = tmp / "lock.txt"
     lock.write_text(re.sub(r"^--extra-index-url .*\n", "", text, flags=re.M) if local else text)
-    done = subprocess.run([*pip, "install", "-q", "--no-compile", "-r", str(lock)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    check = subprocess.run([*pip, "check"], capture_output=True, text=True)
+    # with dependencies: the resolver must find the lock consistent and complete
+    locked = _resolved_metadata(pip, tmp / "lock.json", "-r", str(lock))
+    return base, locked
+
+
+def test_the_lock_resolves_to_itself(binder_metadata):
+    """pip's resolver, given the lock with dependencies, installs exactly the lock: no package
+    missing from it, no version it cannot hold."""
+    _, locked = binder_metadata
+    assert {n: m["version"] for n, m in locked.items()} == lock_pins()
+
+
+def test_pip_check_passes_with_the_lock_installed_over_binders_base_environment(binder_metadata,
+                                                                                tmp_path):
+    """Binder installs the lock over repo2docker's base environment (jupyterlab 4.4, notebook
+    7.4, jupyterhub ...): the base packages at their versions, the lock's versions where it
+    pins a package, then `pip check` over their metadata (what `pip check` reads; installing
+    every wheel took 80 s for the same answer)."""
+    base, locked = binder_metadata
+    check = _pip_check(tmp_path / "env", {**base, **locked})
     assert check.returncode == 0, check.stdout
+
+
+def test_pip_check_fails_when_binders_notebook_is_left_in_place(binder_metadata, tmp_path):
+    """The guard works: without the lock's notebook 7.6, the base's notebook 7.4 requires
+    jupyterlab < 4.5, which the lock's jupyterlab is not."""
+    base, locked = binder_metadata
+    locked = {n: m for n, m in locked.items() if n != "notebook"}
+    check = _pip_check(tmp_path / "env", {**base, **locked})
+    conflict = r"notebook 7\.4\.\S+ has requirement jupyterlab<4\.5"
+    assert check.returncode == 1 and re.search(conflict, check.stdout), check.stdout
