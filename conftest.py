@@ -72,3 +72,39 @@ def pytest_runtest_call(item):
     if text and outcome.excinfo is None:
         pytest.fail(f"the cell wrote to stderr (a reader would see it):\n{text[-1500:]}",
                     pytrace=False)
+
+
+QUEUE_VAR = "ICLLIB_NBVAL_QUEUE"
+
+
+def pytest_runtestloop(session):
+    """``ICLLIB_NBVAL_QUEUE=DIR``: share the chapters with other test processes. Before it runs
+    a chapter's cells, the process claims the chapter by making ``DIR/<file name>`` (atomic:
+    one process gets it) and skips a chapter another process claimed, without reporting it.
+    ``scripts/test.sh`` lets each of its streams take chapters when its own work is done, so
+    the streams end together; it then checks that every chapter was claimed."""
+    queue = os.environ.get(QUEUE_VAR)
+    if not queue or session.config.option.collectonly:
+        return None
+    if session.testsfailed:
+        raise session.Interrupted(f"{session.testsfailed} errors during collection")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    chapters = {}
+    for item in session.items:
+        chapters.setdefault(item.path, []).append(item)
+    for path, items in chapters.items():
+        try:
+            os.mkdir(os.path.join(queue, path.name))
+        except FileExistsError:
+            continue
+        if reporter is not None:
+            reporter.write_line(f"[nbval queue] {path.name}")
+        for i, item in enumerate(items):
+            # the chapter's last cell tears its kernel down (nextitem None), as at the end
+            nextitem = items[i + 1] if i + 1 < len(items) else None
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            if session.shouldfail:
+                raise session.Failed(session.shouldfail)
+            if session.shouldstop:
+                raise session.Interrupted(session.shouldstop)
+    return True

@@ -126,6 +126,42 @@ def test_nbval_fails_a_chapter_cell_that_writes_to_stderr(tmp_path):
     assert runs["clean"].returncode == 0, runs["clean"].stdout[-2000:]
 
 
+def test_nbval_queue_runs_each_chapter_once_across_processes(tmp_path):
+    """With ICLLIB_NBVAL_QUEUE (conftest.py), two pytest processes started together over the
+    same chapters run each chapter exactly once between them, and a chapter already claimed
+    by someone else in neither; each process exits 0."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    (tmp_path / "book").mkdir()
+    (tmp_path / "ran").mkdir()
+    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    header = ("---\njupytext:\n  text_representation:\n    extension: .md\n"
+              "    format_name: myst\nkernelspec:\n  display_name: Python 3 (ipykernel)\n"
+              "  language: python\n  name: python3\n---\n# probe\n\n")
+    names = ["a", "b", "c", "d"]
+    for name in names:
+        code = (f"import os\nwith open({str(tmp_path / 'ran' / name)!r}, 'a') as f:\n"
+                "    f.write(f'{os.getppid()}\\n')")
+        (tmp_path / "book" / f"{name}.md").write_text(
+            header + "```{code-cell} ipython3\n" + code + "\n```\n", encoding="utf-8")
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    (queue / "c.md").mkdir()                      # claimed by a third process
+    env = {**os.environ, "ICLLIB_NBVAL_QUEUE": str(queue)}
+    cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-q",
+           "-p", "no:cacheprovider", "book"]
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    ran = {p.name: p.read_text().split() for p in (tmp_path / "ran").iterdir()}
+    assert sorted(ran) == ["a", "b", "d"] and all(len(v) == 1 for v in ran.values()), ran
+    assert sorted(os.listdir(queue)) == [f"{n}.md" for n in names]
+
+
 # A reference inside a chapter: a role ({ref}, {prf:ref}, {eq}, {numref}) or a "#label" link.
 REFERENCE = re.compile(r"\{(?:ref|prf:ref|eq|numref)\}`(?:[^`<]*<)?([^`<>]+)>?`|\]\(#([^)\s]+)\)")
 
