@@ -84,8 +84,10 @@ def pytest_runtestloop(session):
     ``scripts/test.sh`` lets each of its streams take chapters when its own work is done, so
     the streams end together; it then checks that every chapter was claimed."""
     queue = os.environ.get(QUEUE_VAR)
-    if not queue or session.config.option.collectonly:
-        return None
+    opt = session.config.option
+    if not queue or opt.collectonly or not (getattr(opt, "nbval", False)
+                                            or getattr(opt, "nbval_lax", False)):
+        return None                               # only an nbval run shares its chapters
     if session.testsfailed:
         raise session.Interrupted(f"{session.testsfailed} errors during collection")
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

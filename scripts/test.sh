@@ -17,6 +17,8 @@ fi
 # lint first (seconds): pyproject.toml [tool.ruff] is the project's style
 .venv/bin/ruff check .
 t0=$(date +%s)
+cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat 2>/dev/null || echo "0 0"; }
+read -r busy0 idle0 <<< "$(cpu_ticks)"
 # Three streams side by side: the numerics under other kernels (unit tests), JupyterLab (every
 # chapter opened, run and moved as a notebook; it needs no build), and in front the build under
 # this machine's kernels, then the tests of the built pages. nbval (every chapter, under other
@@ -33,11 +35,12 @@ threads=$(( cores / 2 > 0 ? cores / 2 : 1 ))
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
 echo "[test] $cores cores: $threads BLAS/OpenMP thread(s) per stream"
 logs=$(mktemp -d)
-export ICLLIB_NBVAL_QUEUE="$logs/nbval-claimed"
-mkdir "$ICLLIB_NBVAL_QUEUE"
+queue="$logs/nbval-claimed"
+mkdir "$queue"
 nbval_queue() {
   local t; t=$(date +%s)
-  scripts/other-cpu .venv/bin/python -m pytest book --nbval-lax --nbval-current-env -q -p no:cacheprovider
+  ICLLIB_NBVAL_QUEUE="$queue" \
+    scripts/other-cpu .venv/bin/python -m pytest book --nbval-lax --nbval-current-env -q -p no:cacheprovider
   echo "[test] nbval chapters (other kernels) $(( $(date +%s) - t )) s"
 }
 (
@@ -67,12 +70,14 @@ trap - EXIT
 status=0; wait "$other_pid" || status=$?
 lab_status=0; wait "$lab_pid" || lab_status=$?
 show_logs
-echo "[test] build $((t1-t0)) s, built pages $((t2-t1)) s, all $(( $(date +%s) - t0 )) s"
+read -r busy1 idle1 <<< "$(cpu_ticks)"
+echo "[test] build $((t1-t0)) s, built pages $((t2-t1)) s, all $(( $(date +%s) - t0 )) s;" \
+     "CPU busy $(( (busy1 - busy0) / 100 )) core-s, idle $(( (idle1 - idle0) / 100 )) core-s"
 # every chapter nbval collects was claimed (and so run) by one of the streams
 unclaimed=$(.venv/bin/python -c 'import os, sys, pathlib, conftest
 claimed = set(os.listdir(sys.argv[1]))
 print(" ".join(p.name for p in sorted(pathlib.Path("book").glob("*.md"))
-               if conftest._is_myst_notebook(p) and p.name not in claimed))' "$ICLLIB_NBVAL_QUEUE")
+               if conftest._is_myst_notebook(p) and p.name not in claimed))' "$queue")
 if [ -n "$unclaimed" ]; then
   echo "[test] nbval ran no stream over: $unclaimed"
   exit 1

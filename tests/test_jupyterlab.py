@@ -285,22 +285,48 @@ def test_every_reference_resolves_with_jupyterlabs_default_windowing(lab, browse
     assert failures == {}, failures
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
+@pytest.fixture(scope="module")
+def lab_page(lab, browser):
+    """One JupyterLab page for every chapter (loading the application once, not once per
+    chapter); each test opens its chapter with JupyterLab's own command and closes it. The
+    console messages of the page collect in ``messages``, cleared by each test."""
     url, token = lab
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    messages = []
+    page.on("console", lambda m: messages.append((m.type, m.text)))
+    # ?reset: a fresh workspace (no tab of an earlier session reopens)
+    page.goto(f"{url}/lab?reset&token={token}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started",
+                           timeout=START_TIMEOUT_S * 1000)
+    page.evaluate("async () => { await window.jupyterapp.started; return true; }")
+    yield page, messages
+    context.close()
+
+
+CLOSE_EVERY_DOCUMENT = """() => {
+  // closed without a save dialog (a test that saved left nothing unsaved; one that failed
+  // half-way may have)
+  for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) w.dispose();
+  return true;
+}"""
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, lab_page, chapter):
+    url, token = lab
+    page, messages = lab_page
     assert _running_kernels(url, token) == 0, "a previous chapter's kernel is still running"
     source = (ROOT / "book" / chapter).read_bytes()
     labels = set(label_definitions([ROOT / "book" / chapter]))
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    console_errors, unresolved = [], []
-    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
-    page.on("console", lambda m: unresolved.append(m.text)
-            if any(u in m.text for u in UNRESOLVED) else None)
+    messages.clear()
     try:
-        # ?reset: a fresh workspace, so the chapter of a previous test is not the open tab
-        page.goto(f"{url}/lab/tree/book/{chapter}?reset&token={token}")
-        # jupytext's notebook view, not the text editor, with a running kernel
+        # jupytext's notebook view, not the text editor, with a kernel (JupyterLab's default
+        # for a notebook it opens)
+        page.evaluate("""async path => {      // (the command returns the widget: not sent back)
+            await window.jupyterapp.commands.execute('docmanager:open',
+                                                     {path, factory: 'Jupytext Notebook'});
+            return true; }""", f"book/{chapter}")
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=START_TIMEOUT_S * 1000)
         page.wait_for_function(KERNEL_IDLE, timeout=START_TIMEOUT_S * 1000)
         has_proofs = "{prf:" in source.decode()
@@ -325,6 +351,7 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
         shown = sorted(k for k in labels if re.search(rf"(?<![\w/#-]){re.escape(k)}(?![\w-])",
                                                       rendered))
         assert shown == [], f"labels shown as text: {shown}"
+        unresolved = [t for _, t in messages if any(u in t for u in UNRESOLVED)]
         assert unresolved == [], unresolved
         text = page.evaluate("() => document.body.innerText")
         raw = [k for k in BIB_KEYS if re.search(rf"\b(\w+-)?{re.escape(k)}\b", text)]
@@ -346,9 +373,11 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, browser, chapter):
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
                                timeout=30_000)
+        console_errors = [t for kind, t in messages if kind == "error"]
         assert console_errors == [], console_errors
     finally:
-        context.close()
+        page.evaluate(CLOSE_EVERY_DOCUMENT)
+        page.wait_for_selector(".jp-NotebookPanel", state="detached", timeout=30_000)
         _shut_down_kernels(url, token)
         after = (ROOT / "book" / chapter).read_bytes()
         if after != source:
