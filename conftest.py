@@ -13,7 +13,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from icllib.widgets import use_static_figures
+from icllib.widgets import use_checked_figures
 
 # Hypothesis draws the same examples on every run (derandomize; no example database), so a test
 # run is reproducible and a failure in CI is the failure a contributor sees. HYPOTHESIS_PROFILE=
@@ -22,8 +22,9 @@ settings.register_profile("derandomized", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "derandomized"))
 
-# Interactive figures render every frame under test: every control value is exercised.
-use_static_figures()
+# Interactive figures draw and check every frame under test (every control value is
+# exercised); the build rasterises them all (icllib.widgets, mode "checked").
+use_checked_figures()
 
 
 def _is_myst_notebook(path) -> bool:

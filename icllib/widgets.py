@@ -15,14 +15,18 @@ Two renderings, chosen by the ``ICLLIB_FIGURES`` environment variable:
 
 ``live`` (default: Jupyter, Binder)
     ipywidgets controls (``continuous_update=False``) that redraw a matplotlib figure.
-``static`` (set by the book build and by the tests)
+``static`` (set by the book build)
     every combination of control values is drawn once, as a palette-compressed PNG, and
     the page switches between the frames with a few lines of inline JavaScript: the
     reader moves a real control and sees the figure change, with no kernel.  Each distinct
     picture is stored once in the page (the initial one only as the ``<img>``'s source).
 
-Either way each drawn frame is checked: a figure with a non-finite data value raises
-instead of silently showing a gap.
+and a third for tests, ``checked`` (set by the tests, nbval included): every combination is
+drawn and checked as for ``static``, but not rasterised into a PNG (the build rasterises
+every frame); then the ``live`` widget is shown.
+
+Each drawn frame is checked: a figure with a non-finite data value raises instead of
+silently showing a gap.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ __all__ = [
     "dropdown",
     "figure_mode",
     "use_static_figures",
+    "use_checked_figures",
+    "check_frames",
     "check_finite",
     "draw_figure",
     "render_frames",
@@ -63,7 +69,7 @@ __all__ = [
 ]
 
 ENV_VAR = "ICLLIB_FIGURES"
-MODES = ("live", "static")
+MODES = ("live", "static", "checked")
 MAX_FRAMES = 64
 
 
@@ -139,7 +145,8 @@ def dropdown(options, value=None, label: str | None = None, fmt: str = "{}") -> 
 
 
 def figure_mode() -> str:
-    """Return ``"live"`` or ``"static"`` from ``ICLLIB_FIGURES`` (default ``"live"``)."""
+    """Return ``"live"``, ``"static"`` or ``"checked"`` from ``ICLLIB_FIGURES`` (default
+    ``"live"``)."""
     mode = os.environ.get(ENV_VAR, "").strip().lower() or "live"
     return check_choice(ENV_VAR, mode, MODES)
 
@@ -152,6 +159,16 @@ def use_static_figures() -> None:
     figure is drawn; an explicit ``ICLLIB_FIGURES`` in the environment still wins.
     """
     os.environ.setdefault(ENV_VAR, "static")
+
+
+def use_checked_figures() -> None:
+    """Make ``checked`` the default of ``ICLLIB_FIGURES`` for this process and its kernels.
+
+    The tests' choice (``conftest.py``): every frame of every interactive figure is drawn and
+    checked, without the cost of rasterising it (the build does that, for every frame); an
+    explicit ``ICLLIB_FIGURES`` in the environment still wins.
+    """
+    os.environ.setdefault(ENV_VAR, "checked")
 
 
 def check_finite(fig: Figure, where: str = "") -> None:
@@ -200,18 +217,30 @@ def render_frames(draw: Callable, controls: Mapping[str, Control], *, figsize=(7
     The last control varies fastest.  Raises ``ValueError`` if there are more than
     ``MAX_FRAMES`` combinations or if any frame draws a non-finite value.
     """
+    return [_png_bytes(fig, dpi, colors) for fig in _every_frame(draw, controls, figsize)]
+
+
+def check_frames(draw: Callable, controls: Mapping[str, Control], *,
+                 figsize=(7.0, 4.0)) -> int:
+    """Draw and check every combination of control values, as :func:`render_frames` does,
+    without rasterising the figures; return the number of frames.
+
+    Raises ``ValueError`` as :func:`render_frames` does.
+    """
+    return sum(1 for _ in _every_frame(draw, controls, figsize))
+
+
+def _every_frame(draw, controls, figsize):
+    """Yield the checked figure of every combination of control values (row-major order)."""
     names = list(controls)
     sizes = [len(controls[n].values) for n in names]
     total = int(np.prod(sizes)) if sizes else 1
     if total > MAX_FRAMES:
         raise ValueError(f"controls give {total} combinations; at most {MAX_FRAMES} frames are "
                          f"drawn for the static book (sizes {dict(zip(names, sizes))})")
-    frames = []
     for combo in itertools.product(*[range(s) for s in sizes]):
         values = {n: controls[n].values[i] for n, i in zip(names, combo)}
-        fig = draw_figure(draw, values, figsize)
-        frames.append(_png_bytes(fig, dpi, colors))
-    return frames
+        yield draw_figure(draw, values, figsize)
 
 
 _SCRIPT = """
@@ -342,7 +371,7 @@ def interactive_figure(draw: Callable, controls: Mapping[str, Control], *, figsi
         Resolution of the static frames.
     alt : str
         Alternative text of the static image.
-    mode : {"live", "static"}, optional
+    mode : {"live", "static", "checked"}, optional
         Overrides ``ICLLIB_FIGURES``.
 
     Returns
@@ -360,6 +389,8 @@ def interactive_figure(draw: Callable, controls: Mapping[str, Control], *, figsi
         frames = render_frames(draw, controls, figsize=figsize, dpi=dpi)
         result = StaticFigure(static_html(frames, controls, alt), frames)
     else:
+        if mode == "checked":
+            check_frames(draw, controls, figsize=figsize)
         result = live_widget(draw, controls, figsize=figsize)
     try:
         from IPython import get_ipython

@@ -12,8 +12,8 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-# every frame of every interactive figure is exercised: conftest.py and the book build choose
-# static figures (icllib.widgets.use_static_figures)
+# every frame of every interactive figure is exercised: the tests (conftest.py) draw and check
+# each one, the book build also rasterises each one (icllib.widgets, modes checked and static)
 # lint first (seconds): pyproject.toml [tool.ruff] is the project's style
 .venv/bin/ruff check .
 t0=$(date +%s)

@@ -114,6 +114,30 @@ def test_live_widget_redraws_when_a_control_moves():
     assert seen[-1] == (2.0, 1)
 
 
+def test_checked_mode_draws_and_checks_every_frame_without_rasterising(monkeypatch):
+    """The tests' mode: every combination is drawn and checked (a NaN in a frame that is not
+    the initial one raises), none is rasterised, and the live widget is what is shown."""
+    pytest.importorskip("ipywidgets")
+    seen = []
+
+    def draw(fig, slope, offset):
+        seen.append((slope, offset))
+        draw_line(fig, np.nan if (slope, offset) == (2.0, 1) else slope, offset)
+
+    def no_png(*args, **kwargs):
+        raise AssertionError("a frame was rasterised")
+
+    monkeypatch.setattr(widgets, "_png_bytes", no_png)
+    controls = {"slope": slider([0.0, 1.0, 2.0], value=1.0), "offset": dropdown([0, 1])}
+    with pytest.raises(ValueError, match=r"for \{.slope.: 2\.0, .offset.: 1\} draws a non-fin"):
+        interactive_figure(draw, controls, mode="checked")
+    seen.clear()
+    controls["slope"] = slider([0.0, 1.0], value=1.0)
+    box = interactive_figure(draw, controls, mode="checked")
+    assert sorted(seen[:4]) == [(0.0, 0), (0.0, 1), (1.0, 0), (1.0, 1)]   # then the live one
+    assert seen[4:] == [(1.0, 0)] and hasattr(box, "children")
+
+
 def test_scale_switch(monkeypatch):
     from icllib.scale import current_scale, pick
 
