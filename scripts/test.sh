@@ -42,7 +42,6 @@ nbval_queue() {
   ICLLIB_NBVAL_QUEUE="$queue" \
     scripts/other-cpu .venv/bin/python -m pytest book --nbval-lax --nbval-current-env -q -p no:cacheprovider
   echo "[test] nbval chapters (other kernels) $(( $(date +%s) - t )) s"
-  echo "[test] this stream's CPU (user, system): $(times | tail -n 1)"
 }
 (
   scripts/other-cpu .venv/bin/python -m pytest tests -m "not browser" -q -p no:cacheprovider
