@@ -13,7 +13,7 @@ unset). Each chapter must open as a notebook (jupytext), render its ``prf:`` box
 (jupyterlab-myst), run every cell without an error output, and redraw its interactive figure
 when a control moves. The server is stopped after the module, also when a test fails.
 
-Marker ``browser``: ``pytest tests -m browser`` (the last stage of ``scripts/test.sh``).
+Marker ``browser``; ``scripts/test.sh`` runs this module in a stream of its own (it needs no build).
 """
 
 import json
