@@ -154,9 +154,10 @@ def figure_mode() -> str:
 def use_static_figures() -> None:
     """Make ``static`` the default of ``ICLLIB_FIGURES`` for this process and its kernels.
 
-    The one place where the book build (``book/_ext/book_site.py``) and the tests
-    (``conftest.py``) choose pre-rendered figures, so that every frame of every interactive
-    figure is drawn; an explicit ``ICLLIB_FIGURES`` in the environment still wins.
+    The one place where the book build (``book/_ext/book_site.py``) chooses pre-rendered
+    figures, so that every frame of every interactive figure is drawn into the page (the tests
+    choose :func:`use_checked_figures`); an explicit ``ICLLIB_FIGURES`` in the environment
+    still wins.
     """
     os.environ.setdefault(ENV_VAR, "static")
 

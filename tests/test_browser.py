@@ -179,6 +179,7 @@ def test_page_loads_offline_with_math_and_images(browser, server, axe_source, pa
         # static interactive figures: every control switches the frame, with no script error
         if page.query_selector(".icl-interactive"):
             assert move_every_control(page, page_path) >= 1
+            assert visit.failed == [], f"failed requests: {visit.failed}"
             assert visit.errors == [], f"console errors: {visit.errors}"
     finally:
         context.close()

@@ -235,6 +235,24 @@ def _set_windowing(url, token, mode):
     urllib.request.urlopen(req, timeout=10)
 
 
+def _load_jupyterlab(page, url, token):
+    """Load JupyterLab in ``page`` with a fresh workspace (?reset: no tab of an earlier
+    session reopens) and wait until the application has started."""
+    page.goto(f"{url}/lab?reset&token={token}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started",
+                           timeout=START_TIMEOUT_S * 1000)
+    page.evaluate("async () => { await window.jupyterapp.started; return true; }")
+
+
+def _open_chapter(page, chapter):
+    """Open ``book/<chapter>`` as a notebook (jupytext's view, not the text editor) with
+    JupyterLab's own command; JupyterLab starts a kernel for it, as for any notebook."""
+    page.evaluate("""async path => {      // (the command returns the widget: not sent back)
+        await window.jupyterapp.commands.execute('docmanager:open',
+                                                 {path, factory: 'Jupytext Notebook'});
+        return true; }""", f"book/{chapter}")
+
+
 def test_every_reference_resolves_with_jupyterlabs_default_windowing(lab, browser):
     """As a reader's JupyterLab renders a chapter (default windowing: markdown cells render as
     they scroll into view), no reference is unresolved: jupyterlab-myst resolves a label only
@@ -251,16 +269,10 @@ def test_every_reference_resolves_with_jupyterlabs_default_windowing(lab, browse
             if any(u in m.text for u in UNRESOLVED) else None)
     try:
         # one JupyterLab page; each chapter opened as a notebook by JupyterLab's own command
-        page.goto(f"{url}/lab?reset&token={token}")
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started",
-                               timeout=START_TIMEOUT_S * 1000)
-        page.evaluate("async () => { await window.jupyterapp.started; return true; }")
+        _load_jupyterlab(page, url, token)
         for chapter in CHAPTERS:
             messages.clear()
-            page.evaluate("""async path => {      // (the command returns the widget: not sent back)
-                await window.jupyterapp.commands.execute('docmanager:open',
-                                                         {path, factory: 'Jupytext Notebook'});
-                return true; }""", f"book/{chapter}")
+            _open_chapter(page, chapter)
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell",
                                    timeout=START_TIMEOUT_S * 1000)
             # markdown renders without a kernel: no need to wait for one (it is shut down
@@ -295,11 +307,7 @@ def lab_page(lab, browser):
     page = context.new_page()
     messages = []
     page.on("console", lambda m: messages.append((m.type, m.text)))
-    # ?reset: a fresh workspace (no tab of an earlier session reopens)
-    page.goto(f"{url}/lab?reset&token={token}")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started",
-                           timeout=START_TIMEOUT_S * 1000)
-    page.evaluate("async () => { await window.jupyterapp.started; return true; }")
+    _load_jupyterlab(page, url, token)
     yield page, messages
     context.close()
 
@@ -321,12 +329,7 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, lab_page, chapter):
     labels = set(label_definitions([ROOT / "book" / chapter]))
     messages.clear()
     try:
-        # jupytext's notebook view, not the text editor, with a kernel (JupyterLab's default
-        # for a notebook it opens)
-        page.evaluate("""async path => {      // (the command returns the widget: not sent back)
-            await window.jupyterapp.commands.execute('docmanager:open',
-                                                     {path, factory: 'Jupytext Notebook'});
-            return true; }""", f"book/{chapter}")
+        _open_chapter(page, chapter)
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=START_TIMEOUT_S * 1000)
         page.wait_for_function(KERNEL_IDLE, timeout=START_TIMEOUT_S * 1000)
         has_proofs = "{prf:" in source.decode()
