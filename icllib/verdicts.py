@@ -14,20 +14,36 @@ verdict is named by one rule applied the same way in both chapters (:func:`verdi
 
 The rule speaks about a *setting* (its seeds are the sample); a claim that holds in one
 setting and fails in another depends on the factor that separates them.
+
+A verdict alone does not say that a claim is about the phenomenon: a control (runs in which
+the phenomenon cannot happen) may satisfy the claim as often.  Three tests make that
+comparison and the other guards of the book's verdict tables:
+
+* :func:`control_test`: Boschloo's exact test that the setting's rate exceeds its control's,
+  at the same reading (a claim is *specific* when ``p < 0.05`` and it holds);
+* :func:`base_rate_test`: an "event falls in the window" count against the chance that a
+  random event lands there, run by run (exact, Poisson-binomial), not against one half;
+* :func:`holm`: Holm's step-down adjustment of the p-values of several readings of one claim,
+  for any statement about the best of them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .validation import check_int, check_real
+import numpy as np
 
-__all__ = ["CONFIDENCE", "VERDICTS", "wilson_interval", "verdict", "Count"]
+from .validation import check_array, check_int, check_real
+
+__all__ = ["CONFIDENCE", "VERDICTS", "SPECIFIC_LEVEL", "wilson_interval", "verdict", "Count",
+           "control_test", "base_rate_test", "holm"]
 
 #: confidence level of every interval in the book's verdict tables
 CONFIDENCE = 0.95
 #: the three verdicts of :func:`verdict`
 VERDICTS = ("holds", "mixed", "fails")
+#: a claim is specific to its setting when :func:`control_test` gives a p-value below this
+SPECIFIC_LEVEL = 0.05
 
 
 def _check_count(k, n):
@@ -91,3 +107,106 @@ class Count:
     def __str__(self) -> str:
         low, high = self.interval
         return f"{self.k}/{self.n} [{low:.2f}, {high:.2f}]"
+
+
+def control_test(setting: Count, control: Count) -> float:
+    """One-sided exact p-value that the setting's rate exceeds its control's.
+
+    Boschloo's exact test (``scipy.stats.boschloo_exact``, uniformly more powerful than
+    Fisher's) of the 2x2 table (satisfied, not satisfied) x (setting, control), with the
+    alternative that the setting's rate is the larger.  Both counts must be taken at the same
+    reading of the claim.
+
+    Parameters
+    ----------
+    setting, control : Count
+
+    Returns
+    -------
+    float
+        The p-value in (0, 1]; 1.0 when the table carries no evidence either way (every run
+        of both groups satisfies the claim, or none does).
+
+    Examples
+    --------
+    >>> round(control_test(Count(5, 5), Count(0, 5)), 6)
+    0.000977
+    """
+    from scipy.stats import boschloo_exact
+
+    if not (isinstance(setting, Count) and isinstance(control, Count)):
+        raise TypeError(f"setting and control must be Count, got {type(setting).__name__} "
+                        f"and {type(control).__name__}")
+    if setting.k + control.k in (0, setting.n + control.n):
+        return 1.0
+    table = [[setting.k, control.k], [setting.n - setting.k, control.n - control.k]]
+    return float(boschloo_exact(table, alternative="greater").pvalue)
+
+
+def base_rate_test(hits, base_rates) -> float:
+    """One-sided exact p-value of ``sum(hits)`` events in their windows, given base rates.
+
+    Run ``i`` has its event in the window (``hits[i]``) with chance ``base_rates[i]`` under
+    the null (a random event); the number of hits is then Poisson-binomial, and the p-value
+    is the chance of at least as many hits as seen.
+
+    Parameters
+    ----------
+    hits : array_like of bool, shape (n,)
+    base_rates : array_like of float in [0, 1], shape (n,)
+
+    Returns
+    -------
+    float
+        ``P(K >= sum(hits))`` under the null.
+
+    Examples
+    --------
+    Ten of eleven runs with a base rate of 1/8 each:
+
+    >>> f"{base_rate_test([True] * 10 + [False], [0.125] * 11):.1e}"
+    '9.1e-09'
+    """
+    hits = np.asarray(hits)
+    rates = check_array("base_rates", base_rates, shape=(None,))
+    if hits.ndim != 1 or hits.shape != rates.shape or hits.dtype != bool:
+        raise ValueError(f"hits must be a 1-D boolean array of the shape of base_rates "
+                         f"{rates.shape}, got dtype {hits.dtype} and shape {hits.shape}")
+    if rates.size and (rates.min() < 0 or rates.max() > 1):
+        raise ValueError(f"base_rates must lie in [0, 1], got {rates.min()} to {rates.max()}")
+    pmf = np.array([1.0])
+    for p in rates:    # the distribution of the number of hits, one run at a time
+        pmf = np.convolve(pmf, [1.0 - p, p])
+    return float(min(1.0, pmf[int(hits.sum()):].sum()))
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's (1979) step-down adjusted p-values of several tests of one claim.
+
+    The family-wise error rate of calling every test with adjusted ``p < alpha`` significant
+    is at most ``alpha``, whatever the dependence between the tests; a statement about the
+    best of ``m`` readings is made with its adjusted p-value.
+
+    Parameters
+    ----------
+    pvalues : array_like of float in [0, 1], shape (m,)
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        ``max_{j <= i} min(1, (m - j) p_(j))`` in the sorted order, returned in the input
+        order.
+
+    Examples
+    --------
+    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = check_array("pvalues", pvalues, shape=(None,))
+    if p.size and (p.min() < 0 or p.max() > 1):
+        raise ValueError(f"pvalues must lie in [0, 1], got {p.min()} to {p.max()}")
+    order = np.argsort(p, kind="stable")
+    scaled = (p.size - np.arange(p.size)) * p[order]
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return adjusted

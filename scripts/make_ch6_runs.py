@@ -12,7 +12,9 @@ seed, attention initialisation (``--init-stds``) and positional embedding
     python scripts/make_ch6_runs.py --depths 2 --seeds 0 --init-stds 0.1 --positionals learned
     python scripts/make_ch6_runs.py --demo               # the chapter's short live run
     python scripts/make_ch6_runs.py --relative           # the relative-position runs (weights)
-    python scripts/make_ch6_runs.py --scale full --device cuda   # paper scale, on a GPU
+    python scripts/make_ch6_runs.py --scale medium --jobs 2 --skip-existing   # CPU-hours
+    python scripts/make_ch6_runs.py --scale medium --relative --jobs 2 --skip-existing
+    python scripts/make_ch6_runs.py --scale full --device cuda   # larger scale, on a GPU
     python scripts/make_ch6_runs.py --scale full --device cuda --batched
 
 ``--batched`` trains the seeds of each (depth, positional, init_std) group as one vmapped
@@ -25,7 +27,9 @@ are the same (their command ends in ``--batched``).
 book.  Quick-scale runs are made on CPU with one thread and deterministic algorithms, so the
 same machine reproduces them bit for bit (tests/test_attention_only.py checks the demo file);
 on a GPU the cuBLAS workspace is fixed first (``CUBLAS_WORKSPACE_CONFIG``).  Existing files
-are overwritten.
+are overwritten, unless ``--skip-existing``: then a run whose file exists is not trained
+again, so an interrupted plan resumes where it stopped (a file is written only once its run
+is complete).  ``--jobs N`` trains N runs at a time in worker processes, one thread each.
 """
 
 from __future__ import annotations
@@ -86,10 +90,16 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=None, help="default: book/data/ch6/<scale>")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="runs trained at a time, each in its own process with one thread")
+    ap.add_argument("--skip-existing", action="store_true",
+                    help="do not retrain a run whose file exists (resume an interrupted plan)")
     ap.add_argument("--batched", action="store_true",
                     help="train the seeds of each setting and depth as one vmapped model "
                          "(for a GPU; bench/bench_ch6_full_scale.py)")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.batched and (args.demo or args.weights or args.relative):
         ap.error("--batched makes the chapter's runs, without weights; not the demo")
     if args.relative and args.demo:
@@ -129,14 +139,44 @@ def main(argv=None):
         batched(jobs, args, out)
         print(f"total {time.perf_counter() - t_all:.1f} s")
         return
-    for positional, init_std, L, s in jobs:
-        factors = dict(init_std=init_std, positional=positional)
-        summary = make_run(L, s, args.scale, demo=args.demo, device=args.device,
-                           progress=not args.no_progress, weights=args.weights, **factors)
-        path = out / run_file_name(L, s, "demo" if args.demo else "run", **factors)
-        save_run(summary, path)
-        report(summary, path)
+    prefix = "demo" if args.demo else "run"
+    paths = [out / run_file_name(L, s, prefix, init_std=std, positional=p)
+             for p, std, L, s in jobs]
+    if args.skip_existing:
+        todo = [(job, path) for job, path in zip(jobs, paths) if not path.exists()]
+        print(f"{len(jobs) - len(todo)} of {len(jobs)} runs exist; training {len(todo)}",
+              flush=True)
+    else:
+        todo = list(zip(jobs, paths))
+    # the longest runs first, so that the workers end together
+    todo.sort(key=lambda item: -item[0][2])
+    options = dict(scale=args.scale, demo=args.demo, device=args.device,
+                   progress=not args.no_progress and args.jobs == 1, weights=args.weights)
+    if args.jobs == 1:
+        for job, path in todo:
+            report(_train_and_save(job, path, **options), path)
+    else:
+        with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+            futures = [(pool.submit(_train_and_save, job, path, **options), path)
+                       for job, path in todo]
+            for future, path in futures:
+                report(future.result(), path)
     print(f"total {time.perf_counter() - t_all:.1f} s")
+
+
+def _train_and_save(job, path, *, scale, demo, device, progress, weights):
+    """Train one run and write its file (atomically: a partial file never exists)."""
+    positional, init_std, L, s = job
+    print(f"start {path.name}", flush=True)
+    if device == "cpu":
+        torch.set_num_threads(1)
+    enable_determinism(device)
+    summary = make_run(L, s, scale, demo=demo, device=device, progress=progress,
+                       weights=weights, init_std=init_std, positional=positional)
+    partial = path.with_name(path.stem + ".partial.npz")
+    save_run(summary, partial)
+    partial.replace(path)
+    return summary
 
 
 def report(summary, path):

@@ -33,6 +33,7 @@ from .training import (
 )
 
 __all__ = ["CHAPTER", "TRAIN_LOSS_BIN", "InductionRunSummary", "summarize_run", "run_file_name",
+           "parse_run_name",
            "run_command", "make_run", "make_runs_batched", "load_runs", "shipped_grid", "load_grid",
            "RELATIVE_SETTING", "relative_grid"]
 
@@ -179,6 +180,29 @@ def run_file_name(n_layers: int, seed: int, prefix: str = "run", *,
             f"_seed{int(seed)}.npz")
 
 
+def parse_run_name(name: str) -> dict:
+    """The inverse of :func:`run_file_name`: ``{"prefix", "n_layers", "positional",
+    "init_std", "seed"}`` of a file name or stem (``run_L2_learned_std0.1_seed0[.npz]``).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not of that form.
+    """
+    stem = str(name).removesuffix(".npz")
+    parts = stem.split("_")
+    try:
+        prefix, depth, positional, std, seed = parts
+        if not (depth.startswith("L") and std.startswith("std") and seed.startswith("seed")):
+            raise ValueError
+        out = dict(prefix=prefix, n_layers=int(depth[1:]), positional=positional,
+                   init_std=float(std[3:]), seed=int(seed[4:]))
+    except ValueError:
+        raise ValueError(f"name must be a run file name such as "
+                         f"'run_L2_learned_std0.1_seed0.npz', got {name!r}") from None
+    return out
+
+
 def run_command(n_layers: int, seed: int, scale: str, demo: bool = False,
                 device: str = "cpu", *, init_std: float = DEFAULT_INIT_STD,
                 positional: str = DEFAULT_POSITIONAL, weights: bool = False) -> str:
@@ -264,12 +288,15 @@ def load_runs(depths, seeds, *, scale: str | None = None, prefix: str = "run",
 def shipped_grid(scale: str | None = None) -> dict[tuple[str, float], dict[int, tuple]]:
     """The runs the chapter reads: ``{(positional, init_std): {n_layers: seeds}}``.
 
-    Quick scale: the reference setting (learned positions, ``init_std`` 0.1) at depths 1-2
-    with 5 seeds and 3-4 with 3 seeds; the three other settings of the factors at depths 2-3
-    with 3 seeds each (34 runs, about 10 minutes of CPU time on one core).  Full scale: the
-    same cells with 3 seeds each (30 runs, 10 groups of 3 seeds trained as one batched model
-    each, ``scripts/make_ch6_runs.py --batched``; every setting at depths 1-4 with 5 seeds and
-    20 000 steps would need about 27 minutes of one H200, this plan at 5000 steps about 3,
+    Medium scale (a few CPU-hours, shipped): the reference setting and sinusoidal positions,
+    both at ``init_std`` 0.1, at depths 1-3 with 5 seeds each (the one-layer runs are each
+    setting's control).  Quick scale: the reference setting (learned positions,
+    ``init_std`` 0.1) at depths 1-2 with 5 seeds and 3-4 with 3 seeds; the three other
+    settings of the factors at depths 2-3 with 3 seeds each (34 runs, about 10 minutes of
+    CPU time on one core).  Full scale: the same cells with 3 seeds each (30 runs, 10 groups
+    of 3 seeds trained as one batched model each, ``scripts/make_ch6_runs.py --batched``;
+    every setting at depths 1-4 with 5 seeds and 20 000 steps would need about 27 minutes of
+    one H200, this plan at 5000 steps about 3,
     ``bench/bench_ch6_full_scale.py``).
     """
     from ...scale import pick
@@ -282,7 +309,10 @@ def shipped_grid(scale: str | None = None) -> dict[tuple[str, float], dict[int, 
     seeds = experiment_seeds("full")
     full = {key: {L: seeds for L in ((1, 2, 3, 4) if key == ref else (2, 3))}
             for key in settings}
-    return pick(quick=quick, full=full, scale=scale)
+    # medium: each setting that carries a verdict at depths 1-3, its one-layer runs its control
+    medium = {key: {L: experiment_seeds("medium") for L in (1, 2, 3)}
+              for key in (ref, ("sinusoidal", DEFAULT_INIT_STD))}
+    return pick(quick=quick, medium=medium, full=full, scale=scale)
 
 
 #: the setting without a positional shortcut (book chapter 6, 'Relative positions'):
@@ -294,9 +324,14 @@ def relative_grid(scale: str | None = None) -> dict[tuple[str, float], dict[int,
     """The relative-position runs the chapter reads, ``{RELATIVE_SETTING: {2: seeds}}``.
 
     Two layers, ``init_std`` 0.1, the scale's seeds (quick: 0..4); their files hold the
-    final weights (``--weights``) for the chapter's ablations.
+    final weights (``--weights``) for the chapter's ablations.  At the medium scale the
+    one-layer runs come too, as the setting's control.
     """
-    return {RELATIVE_SETTING: {2: experiment_seeds(scale)}}
+    from ...scale import pick
+
+    seeds = experiment_seeds(scale)
+    return {RELATIVE_SETTING: pick(quick={2: seeds}, medium={1: seeds, 2: seeds},
+                                   full={2: seeds}, scale=scale)}
 
 
 def load_grid(scale: str | None = None, directory=None) -> dict[tuple, InductionRunSummary]:

@@ -258,6 +258,9 @@ def train_attention_only(model_config: AttentionOnlyConfig, task: InductionTask,
 # --------------------------------------------------------------------------- settings
 
 
+#: training steps at the medium scale (ICL emerges within the first ~500 steps there)
+MEDIUM_STEPS = 2000
+
 #: the chapter's experimental factors besides depth and seed: attention-weight initialisation
 #: scale (0.1: small, as in the linear model; 1.0: standard) and positional embedding
 INIT_STDS = (0.1, 1.0)
@@ -289,15 +292,19 @@ def experiment_settings(n_layers: int, scale: str | None = None, *,
     """
     n_layers = check_int("n_layers", n_layers, 1, MAX_LAYERS)
     task = pick(quick=InductionTask(vocab_size=16, seq_len=24, min_period=4, max_period=10),
+                medium=InductionTask(vocab_size=64, seq_len=64, min_period=8, max_period=32),
                 full=InductionTask(vocab_size=64, seq_len=64, min_period=8, max_period=32),
                 scale=scale)
     model = AttentionOnlyConfig(n_layers=n_layers, vocab_size=task.vocab_size,
                                 seq_len=task.seq_len, positional=positional,
                                 init_std=init_std,
                                 **pick(quick=dict(n_heads=2, d_model=32),
+                                       medium=dict(n_heads=4, d_model=64),
                                        full=dict(n_heads=4, d_model=128), scale=scale))
     train = pick(quick=TrainConfig(steps=3000, batch_size=32, lr=1e-3, n_checkpoints=121,
                                    eval_size=512),
+                 medium=TrainConfig(steps=MEDIUM_STEPS, batch_size=128, lr=1e-3,
+                                    n_checkpoints=81, eval_size=512),
                  full=TrainConfig(steps=5000, batch_size=64, lr=1e-3, n_checkpoints=101,
                                   eval_size=1024), scale=scale)
     return task, model, train
@@ -309,7 +316,7 @@ def experiment_seeds(scale: str | None = None) -> tuple[int, ...]:
     Full scale: 3 seeds per factor cell, the most that fits one H200's share of the book's
     10 minutes (``bench/bench_ch6_full_scale.py``).
     """
-    return pick(quick=(0, 1, 2, 3, 4), full=(0, 1, 2), scale=scale)
+    return pick(quick=(0, 1, 2, 3, 4), medium=(0, 1, 2, 3, 4), full=(0, 1, 2), scale=scale)
 
 
 def demo_settings(n_layers: int = 2, *, init_std: float = DEFAULT_INIT_STD,

@@ -1,0 +1,267 @@
+"""Chapter 6b's verdicts at one stated reading per claim, each against its own control.
+
+The paper (Mainali & Teixeira 2025) makes four claims about the moment in-context learning
+(ICL) appears in a softmax transformer, and tracks a fifth measure.  Each claim can be read
+in many ways (:mod:`.factors`: view, layer, truncation rank, dip test, anchor); counting the
+most favourable of many readings inflates a count.  So each claim gets **one primary
+reading** (:data:`PRIMARY_READINGS`), fixed from the paper's wording and the linear theory of
+book chapter 6 before the medium-scale runs were made, and its verdict is that reading's:
+
+* a **setting** is a positional embedding, an initialisation scale and a depth; its runs are
+  its seeds (never pooled across depths or settings);
+* its **control** is the one-layer runs of the same positional embedding and initialisation
+  (where ICL cannot emerge), tested against the *placebo* window of the two-layer run of the
+  same seed (:func:`~.reproduction.placebo_partner`);
+* the count gets its Wilson interval and verdict (:class:`icllib.verdicts.Count`), and the
+  comparison with the control an exact one-sided test at the same reading
+  (:func:`icllib.verdicts.control_test`); a claim is **specific** in a setting when it holds
+  there and the test gives ``p <`` :data:`~icllib.verdicts.SPECIFIC_LEVEL`;
+* an "event falls in the window" claim is also tested against the chance that a random
+  event lands there (:func:`icllib.verdicts.base_rate_test`), run by run.
+
+The other readings are the sensitivity analysis of the evidence page, where a statement over
+the best of them is Holm-corrected (:func:`icllib.verdicts.holm`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...verdicts import SPECIFIC_LEVEL, Count, base_rate_test, control_test
+from ..curvature import autocorrelation_curvature
+from ..runs import load_run
+from .factors import WITH_TOLERANCE, outcome_at
+from .reproduction import chapter_events, placebo_partner
+from .runs import TRAIN_LOSS_BIN, InductionRunSummary, parse_run_name
+
+__all__ = ["Reading", "PRIMARY_READINGS", "ACF_WINDOW", "ACF_LAGS", "acf_peak_event",
+           "primary_events", "PrimaryResult", "primary_results"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One claim of the paper at its primary reading.
+
+    Attributes
+    ----------
+    claim : str
+        The claim in the paper's words (as we read them).
+    reading : str
+        What is measured and what counts as the claim holding in one run.
+    why : str
+        Why this reading: the paper's wording and the linear theory (book chapter 6).
+    in_window : bool
+        Whether the claim is an "event falls in the window" claim with a base rate.
+    """
+
+    claim: str
+    reading: str
+    why: str
+    in_window: bool = False
+
+
+#: the primary reading of each claim, keyed by a short name; fixed before the medium runs
+PRIMARY_READINGS = {
+    "only deep": Reading(
+        "ICL emerges only with two or more layers",
+        "the run has an emergence window (its in-context loss falls below the success level "
+        "and the fall is found by the window rule)",
+        "the paper's wording; the window rule is the book's definition of emergence"),
+    "dip": Reading(
+        "the marginal effective rank of the QK circuit dips in the window where ICL emerges",
+        "the induction head's QK circuit in the induction layer, marginal effective rank with "
+        "the leading direction removed (k = 1): its minimum after the first 5 % of training "
+        "lies in the window, with a fall into it and a rise out of it of more than 0.1",
+        "'dips in the window' is a minimum in the window; the induction head is the circuit "
+        "whose formation is ICL; in the linear model the rank is lowest while one learned "
+        "direction dominates, which begins with the loss drop (chapter 6)"),
+    "distance lead": Reading(
+        "the subspace distance to the final weights falls before the loss drops",
+        "the induction head's QK subspace distance to its final circuit (untruncated: the "
+        "head has rank d_head < d_model) is half-way down more than 50 steps (two "
+        "checkpoints) before the window starts",
+        "'before the loss drops' is before the drop begins, the window's start; half-way "
+        "down is the book's one measure of when a curve has fallen (chapter 6)"),
+    "subspace first": Reading(
+        "the subspace settles before the magnitude grows",
+        "the induction head's QK subspace distance is half-way down more than 50 steps "
+        "before its QK norm is half-way to its final value",
+        "the linear model's pathway aligns while its product is still small (chapter 6, "
+        "Wedin bound): the same half-way measure for both curves"),
+    "acf peak": Reading(
+        "the curvature of the loss autocorrelation marks the transition",
+        "the 200-step stretch of training loss whose autocorrelation is most curved at zero "
+        "lag overlaps the window",
+        "the paper tracks this measure at the transition; the estimator is the book's "
+        "(evidence page), and the chance that a random stretch overlaps is the base rate",
+        in_window=True),
+}
+
+#: the loss-autocorrelation estimator: windows of 20 stored losses (200 steps), lags 1..4
+ACF_WINDOW, ACF_LAGS = 20, 4
+
+
+def acf_peak_event(run: InductionRunSummary, window) -> tuple[bool, float]:
+    """Does the most curved stretch of the loss autocorrelation overlap ``window``?
+
+    Parameters
+    ----------
+    run : InductionRunSummary
+    window : EmergenceWindow
+        The run's own window, or a control's placebo window.
+
+    Returns
+    -------
+    (hit, base_rate) : (bool, float)
+        ``hit``: the stretch (:data:`ACF_WINDOW` stored losses) with the largest zero-lag
+        curvature (:func:`icllib.nonlinear.curvature.autocorrelation_curvature`) overlaps
+        the window; ``base_rate``: the share of all stretches that overlap it (the chance of
+        a hit if the largest curvature fell on a random stretch).
+    """
+    centres, kappa = autocorrelation_curvature(run.train_loss_steps, run.train_loss,
+                                               window=ACF_WINDOW, max_lag=ACF_LAGS)
+    half = ACF_WINDOW * TRAIN_LOSS_BIN / 2
+    overlaps = (centres + half >= window.start) & (centres - half <= window.end)
+    return bool(overlaps[int(np.argmax(kappa))]), float(overlaps.mean())
+
+
+def primary_events(directory) -> dict[str, dict[str, float]]:
+    """:func:`~.reproduction.chapter_events` of a folder of runs, plus each run's
+    ``acf_hit`` and ``acf_base_rate`` (:func:`acf_peak_event`; one-layer controls against
+    their placebo window, NaN for a run without a window)."""
+    events = chapter_events(directory)
+    runs = {p.stem: load_run(p, InductionRunSummary)
+            for p in sorted(Path(directory).glob("run_*.npz"))}
+    for name, ev in events.items():
+        ev["acf_hit"] = ev["acf_base_rate"] = float("nan")
+        if name not in runs:
+            continue
+        partner = placebo_partner(name)
+        window = runs[partner].window if partner is not None else runs[name].window
+        if window.emerged:
+            hit, rate = acf_peak_event(runs[name], window)
+            ev["acf_hit"], ev["acf_base_rate"] = float(hit), rate
+    return events
+
+
+def _holds(claim: str, ev: dict) -> bool | None:
+    """The claim at its primary reading in one run; None when it cannot be read (no
+    window)."""
+    if claim == "only deep":
+        return ev["emerged"] == 1.0
+    if not np.isfinite(ev["window_start"]):
+        return None
+    half = ev["half head / induction layer / d_head"]
+    if claim == "dip":
+        return ev["dip head / induction layer / global"] == 1.0
+    if claim == "distance lead":
+        return outcome_at(half, ev["window_start"]) == "before"
+    if claim == "subspace first":
+        return bool(np.isfinite(half) and np.isfinite(ev["norm_half"])
+                    and half < ev["norm_half"] - WITH_TOLERANCE)
+    if claim == "acf peak":
+        return ev["acf_hit"] == 1.0
+    raise ValueError(f"claim must be one of {tuple(PRIMARY_READINGS)}, got {claim!r}")
+
+
+@dataclass(frozen=True)
+class PrimaryResult:
+    """One claim in one setting at its primary reading, with its control.
+
+    Attributes
+    ----------
+    claim : str
+        A key of :data:`PRIMARY_READINGS`.
+    positional : str
+    init_std : float
+    depth : int
+    count, control : Count
+        Runs of the setting / of its one-layer control that satisfy the claim.
+    p_control : float
+        :func:`icllib.verdicts.control_test` of ``count`` against ``control``.
+    p_base_rate : float or None
+        For an in-window claim, :func:`icllib.verdicts.base_rate_test` of the setting's
+        runs; None otherwise.
+    """
+
+    claim: str
+    positional: str
+    init_std: float
+    depth: int
+    count: Count
+    control: Count
+    p_control: float
+    p_base_rate: float | None = None
+
+    @property
+    def setting(self) -> str:
+        """``"learned, init 0.1, 2 layers"``."""
+        return f"{self.positional}, init {self.init_std:g}, {self.depth} layers"
+
+    @property
+    def verdict(self) -> str:
+        """The count's verdict (:func:`icllib.verdicts.verdict`)."""
+        return self.count.verdict
+
+    @property
+    def specific(self) -> bool:
+        """Holds in the setting and separates from its control (``p_control <``
+        :data:`~icllib.verdicts.SPECIFIC_LEVEL`)."""
+        return self.verdict == "holds" and self.p_control < SPECIFIC_LEVEL
+
+
+def primary_results(events: dict) -> list[PrimaryResult]:
+    """Every claim of :data:`PRIMARY_READINGS` in every setting of ``events``.
+
+    Parameters
+    ----------
+    events : dict
+        ``{run stem: events}`` from :func:`primary_events` (runs named as
+        :func:`~.runs.run_file_name` names them; demo runs are ignored).
+
+    Returns
+    -------
+    list of PrimaryResult
+        Ordered by claim, then setting (positional, init) and depth; settings whose control
+        has no runs are left out (no verdict without a control).
+
+    Raises
+    ------
+    ValueError
+        If a setting and its control have different numbers of runs: the control must have at
+        least the setting's ``n``.
+    """
+    groups: dict[tuple, list[str]] = {}
+    for name in sorted(events):
+        meta = parse_run_name(name)
+        if meta["prefix"] == "run":
+            key = (meta["positional"], meta["init_std"], meta["n_layers"])
+            groups.setdefault(key, []).append(name)
+    out = []
+    for claim, reading in PRIMARY_READINGS.items():
+        for (positional, std, depth), names in sorted(groups.items()):
+            control_names = groups.get((positional, std, 1))
+            if depth == 1 or not control_names:
+                continue
+            seen = {n: _holds(claim, events[n]) for n in names}
+            seen_control = {n: _holds(claim, events[n]) for n in control_names}
+            readable = [n for n, v in seen.items() if v is not None]
+            readable_control = [n for n, v in seen_control.items() if v is not None]
+            if not readable or not readable_control:
+                continue
+            count = Count(sum(seen[n] for n in readable), len(readable))
+            control = Count(sum(seen_control[n] for n in readable_control),
+                            len(readable_control))
+            if control.n < count.n:
+                raise ValueError(f"{claim}, {positional} init {std:g}: the control has "
+                                 f"{control.n} runs, fewer than the setting's {count.n}")
+            p_base = None
+            if reading.in_window:
+                p_base = base_rate_test(np.array([bool(seen[n]) for n in readable]),
+                                        [events[n]["acf_base_rate"] for n in readable])
+            out.append(PrimaryResult(claim, positional, std, depth, count, control,
+                                     control_test(count, control), p_base))
+    return out

@@ -1,0 +1,97 @@
+"""icllib.nonlinear.induction.primary: one reading per claim, each setting against its own
+control, exact tests; and the run-name parser the grouping rests on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icllib.nonlinear.induction import parse_run_name, run_file_name
+from icllib.nonlinear.induction.primary import PRIMARY_READINGS, primary_results
+from icllib.verdicts import Count
+
+NAN = float("nan")
+
+
+def _events(emerged=True, start=1000.0, dip=0.0, half=NAN, norm_half=NAN, acf=0.0, rate=0.1):
+    ev = {"emerged": float(emerged), "window_start": start if emerged or start else NAN,
+          "dip head / induction layer / global": dip,
+          "half head / induction layer / d_head": half, "norm_half": norm_half,
+          "acf_hit": acf, "acf_base_rate": rate}
+    return ev
+
+
+def _grid(deep, control, settings=(("learned", 0.1),), depths=(2,), seeds=(0, 1, 2, 3, 4)):
+    """Events of every run: `deep(seed)` for the deeper runs, `control(seed)` for depth 1."""
+    out = {}
+    for positional, std in settings:
+        for L in (1, *depths):
+            for s in seeds:
+                name = run_file_name(L, s, init_std=std, positional=positional)[:-4]
+                out[name] = (control if L == 1 else deep)(s)
+    return out
+
+
+def test_parse_run_name_inverts_run_file_name():
+    for args in [(2, 0, "run", 0.1, "learned"), (1, 7, "demo", 1.0, "relative")]:
+        L, s, prefix, std, p = args
+        meta = parse_run_name(run_file_name(L, s, prefix, init_std=std, positional=p))
+        assert meta == dict(prefix=prefix, n_layers=L, positional=p, init_std=std, seed=s)
+    with pytest.raises(ValueError, match="run file name"):
+        parse_run_name("run_L2_learned_seed0")
+
+
+def test_a_claim_the_control_shares_is_not_specific():
+    # the distance leads in every run, deep and one-layer alike: holds, but not specific
+    lead = lambda s: _events(half=500.0, start=1000.0)  # noqa: E731
+    res = {r.claim: r for r in primary_results(_grid(lead, lead))}
+    r = res["distance lead"]
+    assert (r.count, r.control) == (Count(5, 5), Count(5, 5))
+    assert r.verdict == "holds" and not r.specific and r.p_control == 1.0
+    # ICL itself: emerges in every deep run, in no one-layer run: specific
+    quiet = lambda s: _events(emerged=False, half=500.0, start=1000.0)  # noqa: E731
+    res = {r.claim: r for r in primary_results(_grid(lead, quiet))}
+    assert res["only deep"].specific and res["only deep"].p_control == pytest.approx(2**-10)
+
+
+def test_each_setting_has_its_own_control_and_depths_are_not_pooled():
+    settings = (("learned", 0.1), ("sinusoidal", 0.1))
+    # the learned controls dip, the sinusoidal ones do not: a pooled control would blur it
+    events = _grid(lambda s: _events(dip=1.0), lambda s: _events(dip=0.0), settings=settings,
+                   depths=(2, 3))
+    for s in range(5):
+        events[run_file_name(1, s)[:-4]]["dip head / induction layer / global"] = 1.0
+    dips = [r for r in primary_results(events) if r.claim == "dip"]
+    assert [(r.positional, r.depth) for r in dips] == [("learned", 2), ("learned", 3),
+                                                         ("sinusoidal", 2), ("sinusoidal", 3)]
+    assert [r.specific for r in dips] == [False, False, True, True]
+    assert all(r.count.n == 5 for r in dips)
+
+
+def test_a_control_smaller_than_its_setting_is_refused():
+    events = _grid(lambda s: _events(), lambda s: _events(), seeds=(0, 1, 2, 3, 4, 5))
+    del events[run_file_name(1, 5)[:-4]]
+    with pytest.raises(ValueError, match="the control has 5 runs, fewer than"):
+        primary_results(events)
+
+
+def test_in_window_claims_are_tested_against_their_base_rate():
+    # 3 of 5 peaks in the window: mixed against one half, but far above a base rate of 0.1
+    deep = lambda s: _events(acf=float(s < 3), rate=0.1)  # noqa: E731
+    res = {r.claim: r for r in primary_results(_grid(deep, lambda s: _events(acf=0.0)))}
+    acf = res["acf peak"]
+    assert PRIMARY_READINGS["acf peak"].in_window and acf.verdict == "mixed"
+    assert acf.p_base_rate == pytest.approx(1 - sum(
+        __import__("scipy").stats.binom.pmf(k, 5, 0.1) for k in range(3)))
+    assert acf.p_base_rate < 0.01
+    assert all(r.p_base_rate is None for r in res.values() if r.claim != "acf peak")
+
+
+def test_subspace_first_needs_a_margin_of_two_checkpoints():
+    near = lambda s: _events(half=980.0, norm_half=1000.0)   # noqa: E731  within 50 steps
+    ahead = lambda s: _events(half=900.0, norm_half=1000.0)  # noqa: E731
+    first = {r.claim: r for r in primary_results(_grid(near, near))}["subspace first"]
+    assert first.count.k == 0
+    first = {r.claim: r for r in primary_results(_grid(ahead, near))}["subspace first"]
+    assert first.count.k == 5 and first.control.k == 0
+    assert np.isclose(first.p_control, 2**-10)
