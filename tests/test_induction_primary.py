@@ -95,3 +95,18 @@ def test_subspace_first_needs_a_margin_of_two_checkpoints():
     first = {r.claim: r for r in primary_results(_grid(ahead, near))}["subspace first"]
     assert first.count.k == 5 and first.control.k == 0
     assert np.isclose(first.p_control, 2**-10)
+
+
+def test_primary_counts_cover_groups_without_a_control():
+    from icllib.nonlinear.induction.primary import primary_counts
+
+    events = _grid(lambda s: _events(dip=float(s < 2)), lambda s: _events(emerged=False,
+                                                                         start=None))
+    for s in range(3):      # a setting with no one-layer runs: no verdict, but a count
+        events[run_file_name(2, s, positional="relative")[:-4]] = _events(dip=1.0)
+    counts = primary_counts(events)
+    assert counts[("dip", "relative", 0.1, 2)] == Count(3, 3)
+    assert counts[("dip", "learned", 0.1, 2)] == Count(2, 5)
+    assert counts[("only deep", "learned", 0.1, 1)] == Count(0, 5)
+    assert ("dip", "learned", 0.1, 1) not in counts        # no window to read a dip in
+    assert {r.positional for r in primary_results(events)} == {"learned"}

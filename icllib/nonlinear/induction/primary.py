@@ -38,7 +38,7 @@ from .reproduction import chapter_events, placebo_partner
 from .runs import TRAIN_LOSS_BIN, InductionRunSummary, parse_run_name
 
 __all__ = ["Reading", "PRIMARY_READINGS", "ACF_WINDOW", "ACF_LAGS", "acf_peak_event",
-           "primary_events", "PrimaryResult", "primary_results"]
+           "primary_events", "PrimaryResult", "primary_counts", "primary_results"]
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,34 @@ class PrimaryResult:
         return self.verdict == "holds" and self.p_control < SPECIFIC_LEVEL
 
 
+def _groups(events: dict) -> dict[tuple, list[str]]:
+    groups: dict[tuple, list[str]] = {}
+    for name in sorted(events):
+        meta = parse_run_name(name)
+        if meta["prefix"] == "run":
+            key = (meta["positional"], meta["init_std"], meta["n_layers"])
+            groups.setdefault(key, []).append(name)
+    return groups
+
+
+def _count(claim: str, events: dict, names: list[str]) -> tuple[Count | None, list[bool]]:
+    seen = [v for v in (_holds(claim, events[n]) for n in names) if v is not None]
+    return (Count(sum(seen), len(seen)) if seen else None), seen
+
+
+def primary_counts(events: dict) -> dict[tuple[str, str, float, int], Count]:
+    """``{(claim, positional, init_std, depth): Count}`` at the primary readings, for every
+    group of runs that can be read (one-layer groups included, without their controls): the
+    counts a comparison between scales needs, where not every setting has a control."""
+    out = {}
+    for claim in PRIMARY_READINGS:
+        for key, names in _groups(events).items():
+            count, _ = _count(claim, events, names)
+            if count is not None:
+                out[(claim, *key)] = count
+    return out
+
+
 def primary_results(events: dict) -> list[PrimaryResult]:
     """Every claim of :data:`PRIMARY_READINGS` in every setting of ``events``.
 
@@ -231,36 +259,27 @@ def primary_results(events: dict) -> list[PrimaryResult]:
     Raises
     ------
     ValueError
-        If a setting and its control have different numbers of runs: the control must have at
+        If a setting's control has fewer runs than the setting: the control must have at
         least the setting's ``n``.
     """
-    groups: dict[tuple, list[str]] = {}
-    for name in sorted(events):
-        meta = parse_run_name(name)
-        if meta["prefix"] == "run":
-            key = (meta["positional"], meta["init_std"], meta["n_layers"])
-            groups.setdefault(key, []).append(name)
+    groups = _groups(events)
     out = []
     for claim, reading in PRIMARY_READINGS.items():
         for (positional, std, depth), names in sorted(groups.items()):
             control_names = groups.get((positional, std, 1))
             if depth == 1 or not control_names:
                 continue
-            seen = {n: _holds(claim, events[n]) for n in names}
-            seen_control = {n: _holds(claim, events[n]) for n in control_names}
-            readable = [n for n, v in seen.items() if v is not None]
-            readable_control = [n for n, v in seen_control.items() if v is not None]
-            if not readable or not readable_control:
+            (count, seen), (control, _) = (_count(claim, events, names),
+                                           _count(claim, events, control_names))
+            if count is None or control is None:
                 continue
-            count = Count(sum(seen[n] for n in readable), len(readable))
-            control = Count(sum(seen_control[n] for n in readable_control),
-                            len(readable_control))
             if control.n < count.n:
                 raise ValueError(f"{claim}, {positional} init {std:g}: the control has "
                                  f"{control.n} runs, fewer than the setting's {count.n}")
             p_base = None
             if reading.in_window:
-                p_base = base_rate_test(np.array([bool(seen[n]) for n in readable]),
+                readable = [n for n in names if _holds(claim, events[n]) is not None]
+                p_base = base_rate_test(np.array(seen, dtype=bool),
                                         [events[n]["acf_base_rate"] for n in readable])
             out.append(PrimaryResult(claim, positional, std, depth, count, control,
                                      control_test(count, control), p_base))
