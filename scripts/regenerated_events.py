@@ -17,6 +17,14 @@ minutes for chapter 6's 40 runs, about 60 CPU-minutes for chapter 7's 12, whose 
 train at 15-35 steps/s on the baseline kernels); without it the folder must
 already hold them.  Every shipped run file of the chapter must have a regenerated file of the
 same name (the script refuses otherwise), so the events cover every run the chapter loads.
+
+At the medium scale a full regeneration would cost as much as the runs themselves (hours), so
+``--runs NAME ...`` regenerates a named subset instead (one run per setting), and the events
+file then covers exactly those runs::
+
+    python scripts/regenerated_events.py ch6 /tmp/regen/ch6m --scale medium --regenerate \
+        --jobs 2 --runs run_L2_learned_std0.1_seed0 run_L2_sinusoidal_std0.1_seed0 \
+        run_L2_relative_std0.1_seed0
 """
 
 from __future__ import annotations
@@ -74,6 +82,8 @@ def main(argv=None) -> int:
     ap.add_argument("--regenerate", action="store_true",
                     help="first regenerate every shipped run into the folder, other kernels")
     ap.add_argument("--jobs", type=int, default=1, help="with --regenerate: runs side by side")
+    ap.add_argument("--runs", nargs="+", default=None,
+                    help="only these shipped runs (file stems), e.g. one per setting")
     args = ap.parse_args(argv)
     if args.chapter == "ch6":           # the one-layer controls need their partners' windows
         from icllib.nonlinear.induction.reproduction import chapter_events
@@ -85,6 +95,13 @@ def main(argv=None) -> int:
             return folder_events(directory, run_events)
     shipped = data_dir(args.chapter, args.scale)
     names = sorted(p.name for p in shipped.glob("*.npz"))
+    if args.runs is not None:
+        unknown = sorted(set(args.runs) - {Path(n).stem for n in names})
+        if unknown:
+            print(f"--runs names runs that are not shipped in {shipped}: {unknown}",
+                  file=sys.stderr)
+            return 2
+        names = sorted(f"{r}.npz" for r in set(args.runs))
     if args.regenerate:
         regenerate([shipped / n for n in names], args.directory, args.jobs)
     missing = [n for n in names if not (args.directory / n).exists()]
@@ -92,6 +109,8 @@ def main(argv=None) -> int:
         print(f"{args.directory} lacks the regenerated {missing}", file=sys.stderr)
         return 2
     events = chapter_events(args.directory)
+    if args.runs is not None:
+        events = {k: v for k, v in events.items() if k in set(args.runs)}
     if sorted(events) != sorted(Path(n).stem for n in names):
         print(f"{args.directory} holds runs that are not shipped: "
               f"{sorted(set(events) - {Path(n).stem for n in names})}", file=sys.stderr)
