@@ -110,3 +110,26 @@ def test_primary_counts_cover_groups_without_a_control():
     assert counts[("only deep", "learned", 0.1, 1)] == Count(0, 5)
     assert ("dip", "learned", 0.1, 1) not in counts        # no window to read a dip in
     assert {r.positional for r in primary_results(events)} == {"learned"}
+
+
+def test_sensitivity_corrects_the_best_reading_for_the_number_tried():
+    from icllib.nonlinear.induction.factors import DIP_TESTS, LAYERS, VIEWS
+    from icllib.nonlinear.induction.primary import sensitivity
+
+    def ev(hit):
+        e = _events()
+        e.update({f"dip {v} / {la} / {t}": 0.0 for v in VIEWS for la in LAYERS
+                  for t in DIP_TESTS})
+        e["dip summed / layer 1 / near"] = hit
+        return e
+
+    events = _grid(lambda s: ev(1.0), lambda s: ev(0.0), seeds=tuple(range(8)))
+    (row,) = sensitivity(events, "dip")
+    m = len(VIEWS) * len(LAYERS) * len(DIP_TESTS)
+    assert row.best == "summed / layer 1 / near" and row.n_readings == m
+    assert (row.count, row.control) == (Count(8, 8), Count(0, 8))
+    assert row.p_half == pytest.approx(2.0**-8)
+    assert row.p_half_holm == pytest.approx(m * 2.0**-8)       # the best of m, corrected
+    assert row.p_control_holm == pytest.approx(min(1.0, m * row.p_control))
+    with pytest.raises(ValueError, match="claim must be"):
+        sensitivity(events, "norm lead")

@@ -38,7 +38,8 @@ from .reproduction import chapter_events, placebo_partner
 from .runs import TRAIN_LOSS_BIN, InductionRunSummary, parse_run_name
 
 __all__ = ["Reading", "PRIMARY_READINGS", "ACF_WINDOW", "ACF_LAGS", "acf_peak_event",
-           "primary_events", "PrimaryResult", "primary_counts", "primary_results"]
+           "primary_events", "PrimaryResult", "primary_counts", "primary_results",
+           "Sensitivity", "sensitivity"]
 
 
 @dataclass(frozen=True)
@@ -283,4 +284,103 @@ def primary_results(events: dict) -> list[PrimaryResult]:
                                         [events[n]["acf_base_rate"] for n in readable])
             out.append(PrimaryResult(claim, positional, std, depth, count, control,
                                      control_test(count, control), p_base))
+    return out
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """The best of every reading of one claim in one setting, corrected for their number.
+
+    Attributes
+    ----------
+    claim : str
+        ``"dip"`` or ``"distance lead"``.
+    setting : str
+        ``"learned, init 0.1, 2 layers"``.
+    n_readings : int
+        How many readings were tried (:mod:`.factors`: views x layers x dip tests, or views
+        x layers x truncation ranks x anchors).
+    best : str
+        The reading with the largest count (the first in the factors' order on ties).
+    count, control : Count
+        The best reading's count in the setting and in its control, at that same reading.
+    p_half, p_half_holm : float
+        One-sided binomial p-value of the best count against a rate of one half, raw and
+        Holm-adjusted over the ``n_readings`` readings.
+    p_control, p_control_holm : float
+        :func:`icllib.verdicts.control_test` of the best reading, raw and Holm-adjusted.
+    """
+
+    claim: str
+    setting: str
+    n_readings: int
+    best: str
+    count: Count
+    control: Count
+    p_half: float
+    p_half_holm: float
+    p_control: float
+    p_control_holm: float
+
+
+def _readings(claim: str) -> list[tuple[str, object]]:
+    from .factors import ANCHORS, DIP_TESTS, DISTANCE_RANKS, LAYERS, VIEWS
+
+    if claim == "dip":
+        return [(f"{view} / {layer} / {test}",
+                 lambda ev, k=f"dip {view} / {layer} / {test}": (
+                     None if not np.isfinite(ev["window_start"]) else ev[k] == 1.0))
+                for view in VIEWS for layer in LAYERS for test in DIP_TESTS]
+    if claim == "distance lead":
+        return [(f"{view} / {layer} / {rank} / before the window {anchor}",
+                 lambda ev, k=f"half {view} / {layer} / {rank}", a=anchor: (
+                     None if not np.isfinite(ev["window_start"])
+                     else outcome_at(ev[k], ev[f"window_{a}"]) == "before"))
+                for view in VIEWS for layer in LAYERS for rank in DISTANCE_RANKS
+                for anchor in ANCHORS]
+    raise ValueError(f"claim must be 'dip' or 'distance lead', got {claim!r}")
+
+
+def sensitivity(events: dict, claim: str) -> list[Sensitivity]:
+    """The best reading of ``claim`` in every setting with a control, Holm-corrected.
+
+    Every reading of the claim is counted in the setting and in its control; the best
+    reading's p-values against one half and against the control are adjusted by
+    :func:`icllib.verdicts.holm` over all the readings (the family of the maximum).
+
+    Parameters
+    ----------
+    events : dict
+        As for :func:`primary_results`.
+    claim : {"dip", "distance lead"}
+
+    Returns
+    -------
+    list of Sensitivity
+        One per (positional, init, depth) setting with a one-layer control.
+    """
+    from scipy.stats import binomtest
+
+    from ...verdicts import holm
+
+    readings = _readings(claim)
+    groups = _groups(events)
+    out = []
+    for (positional, std, depth), names in sorted(groups.items()):
+        control_names = groups.get((positional, std, 1))
+        if depth == 1 or not control_names:
+            continue
+        counts, p_half, p_ctrl = [], [], []
+        for _, test in readings:
+            seen = [v for v in (test(events[n]) for n in names) if v is not None]
+            seen_c = [v for v in (test(events[n]) for n in control_names) if v is not None]
+            c, cc = Count(sum(seen), len(seen)), Count(sum(seen_c), len(seen_c))
+            counts.append((c, cc))
+            p_half.append(binomtest(c.k, c.n, 0.5, alternative="greater").pvalue)
+            p_ctrl.append(control_test(c, cc))
+        i = max(range(len(readings)), key=lambda j: (counts[j][0].k, -p_ctrl[j], -j))
+        out.append(Sensitivity(claim, f"{positional}, init {std:g}, {depth} layers",
+                               len(readings), readings[i][0], *counts[i], float(p_half[i]),
+                               float(holm(p_half)[i]), float(p_ctrl[i]),
+                               float(holm(p_ctrl)[i])))
     return out
