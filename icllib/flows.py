@@ -14,7 +14,10 @@ the ``"steps"`` time convention of :mod:`icllib.theory` (batch-mean loss, step `
     gradient flow'), whose modes are coupled
     through ``sum_b s_b p_b^2`` and ``sum_b s_b^2 q_b^2``.
 
-Both are integrated by ``scipy.integrate.solve_ivp`` with LSODA and the analytic Jacobian
+Both take the output times first and the learning rate as a required keyword,
+``decoupled_flow(t, p0, q0, s, N, eta=eta)`` (as :func:`icllib.theory.logistic_a` takes
+``t`` first; ``eta`` sets the time scale, so it has no default), and are integrated by
+``scipy.integrate.solve_ivp`` with LSODA and the analytic Jacobian
 (the problem is stiff once the fast modes have converged: an explicit DOP853 run at the same
 tolerance is slower and ~100x less accurate in the converged fast modes; see
 ``bench/bench_theory.py``).  The right-hand sides are numpy-vectorised over modes (and over
@@ -27,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 
 from .theory import exact_loss, paper_loss, s_inf
@@ -73,7 +77,8 @@ class FlowSolution:
     loss: np.ndarray
 
 
-def paper_velocity(p, q, s, N, *, eta=1.0):
+def paper_velocity(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, *,
+                   eta: float) -> tuple[np.ndarray, np.ndarray]:
     r"""Right-hand side of the paper's decoupled flow (eqs. 9-10).
 
     ``dp_a/dt = eta s_a^2 q_a (1 - p_a q_a s_inf_a)``,
@@ -83,9 +88,13 @@ def paper_velocity(p, q, s, N, *, eta=1.0):
     Parameters
     ----------
     p, q : array_like, shape (..., d)
+        Mode amplitudes of ``p2`` and ``q1``; leading axes are kept.
     s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x``.
     N : int
+        Context length, ``>= 1``.
     eta : float
+        Learning rate, ``> 0`` (keyword, required: it sets the time scale).
 
     Returns
     -------
@@ -99,7 +108,8 @@ def paper_velocity(p, q, s, N, *, eta=1.0):
     return q * f, p * f
 
 
-def exact_mean_velocity(p, q, s, N, *, eta=1.0):
+def exact_mean_velocity(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, *,
+                        eta: float) -> tuple[np.ndarray, np.ndarray]:
     r"""Right-hand side of the exact mean flow (book chapter 2, equation ``ch2-exact-flow``).
 
     ``tau_a dp_a/dt = q_a - p_a [((N+1)/N) s_a q_a^2 + (1/(N s_a)) sum_b s_b^2 q_b^2]``,
@@ -110,9 +120,13 @@ def exact_mean_velocity(p, q, s, N, *, eta=1.0):
     Parameters
     ----------
     p, q : array_like, shape (..., d)
+        Mode amplitudes of ``p2`` and ``q1``; leading axes are kept.
     s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x``.
     N : int
+        Context length, ``>= 1``.
     eta : float
+        Learning rate, ``> 0`` (keyword, required: it sets the time scale).
 
     Returns
     -------
@@ -192,7 +206,8 @@ def _exact_jacobian(p, q, s, N, eta):
     return J
 
 
-def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
+def decoupled_flow(t: ArrayLike, p0: ArrayLike, q0: ArrayLike, s: ArrayLike, N: int, *,
+                   eta: float, rtol: float = 1e-11, atol: float = 1e-14) -> FlowSolution:
     r"""Integrate the paper's decoupled mode dynamics (eqs. 9-12).
 
     ``tau_a dp_a/dt = q_a (1 - p_a q_a s_inf_a)``, ``tau_a dq_a/dt = p_a (1 - p_a q_a
@@ -201,16 +216,17 @@ def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
 
     Parameters
     ----------
+    t : array_like, shape (T,)
+        Output times in SGD steps, non-decreasing, ``>= 0``.
     p0, q0 : array_like, shape (d,)
         Initial amplitudes at ``t = 0``.
     s : array_like, shape (d,)
         Eigenvalues of ``Sigma_x``.
     N : int
-        Context length.
-    t : array_like, shape (T,)
-        Output times, non-decreasing, ``>= 0``.
+        Context length, ``>= 1``.
     eta : float
-        Learning rate.
+        Learning rate, ``> 0`` (keyword, required: it sets the time scale
+        ``tau = 1/(eta s^2)``).
     rtol, atol : float
         ``solve_ivp`` tolerances.
 
@@ -240,7 +256,8 @@ def decoupled_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
     return FlowSolution(t=t.copy(), p=p, q=q, a=a, loss=paper_loss(a, s, N))
 
 
-def exact_mean_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
+def exact_mean_flow(t: ArrayLike, p0: ArrayLike, q0: ArrayLike, s: ArrayLike, N: int, *,
+                    eta: float, rtol: float = 1e-11, atol: float = 1e-14) -> FlowSolution:
     r"""Integrate the exact mean gradient flow of the reduced model (book chapter 2).
 
     ``d(p, q)/dt = -eta grad exact_loss(p, q)``, written out in
@@ -257,8 +274,26 @@ def exact_mean_flow(p0, q0, s, N, t, *, eta=1.0, rtol=1e-11, atol=1e-14):
     ``N``, so the final approach to the minimum has a small slow tail (relative size ~1e-3
     in ``a``).
 
-    Parameters and return value as in :func:`decoupled_flow`, with
-    ``loss = exact_loss(p, q, s, N)``.
+    Parameters
+    ----------
+    t : array_like, shape (T,)
+        Output times in SGD steps, non-decreasing, ``>= 0``.
+    p0, q0 : array_like, shape (d,)
+        Initial amplitudes at ``t = 0``.
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x``.
+    N : int
+        Context length, ``>= 1``.
+    eta : float
+        Learning rate, ``> 0`` (keyword, required: it sets the time scale
+        ``tau = 1/(eta s^2)``).
+    rtol, atol : float
+        ``solve_ivp`` tolerances.
+
+    Returns
+    -------
+    FlowSolution
+        with ``loss = exact_loss(p, q, s, N)``.
     """
     p0, q0, s, N, t, eta, rtol, atol = _check_flow_inputs(p0, q0, s, N, t, eta, rtol, atol)
     d = s.size

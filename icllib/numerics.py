@@ -48,7 +48,7 @@ def mode_jacobian(field: Callable, p, q, *, h: float = 1e-6) -> np.ndarray:
         concatenated; for ``field`` a loss gradient this is the loss's Hessian.
     """
     if not callable(field):
-        raise ValueError(f"field must be a function of (p, q), got {type(field).__name__}")
+        raise TypeError(f"field must be a function of (p, q), got {type(field).__name__}")
     p = check_array("p", p, (None,))
     q = check_array("q", q, p.shape)
     h = check_positive("h", h)

@@ -92,5 +92,5 @@ def balanced_start_curves(s, N, eta, a0, *, n_points=400, span=6.0) -> BalancedC
     p0 = np.full(s.size, np.sqrt(a0))
     paper_a = logistic_a(t, a0, s, N, eta)
     return BalancedCurves(t=t, t_star=t_star, s_inf=k,
-                          exact=exact_mean_flow(p0, p0, s, N, t, eta=eta),
+                          exact=exact_mean_flow(t, p0, p0, s, N, eta=eta),
                           paper_a=paper_a, paper_loss=paper_loss(paper_a, s, N))

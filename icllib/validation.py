@@ -7,11 +7,8 @@ message names the argument, states what is allowed and shows what was given, e.g
 ``N must be an integer >= 1, got 2.5``.
 
 Python's convention decides the error's class: a value of the wrong *type* (``rng=0``, a float
-where a count is due, a string for a number) raises :class:`ArgumentTypeError`, a
-:class:`TypeError`; a value of the right type outside the allowed range (``N=0``, a NaN, a
-wrong shape) raises :class:`ValueError`.  ``ArgumentTypeError`` also derives from
-``ValueError``, so code written against the library's earlier single rule (``except
-ValueError``) still catches every argument error.
+where a count is due, a string for a number) raises :class:`TypeError`; a value of the right
+type outside the allowed range (``N=0``, a NaN, a wrong shape) raises :class:`ValueError`.
 
 The rules
 ---------
@@ -33,12 +30,14 @@ others
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "ORTHOGONALITY_TOLERANCE",
-    "ArgumentTypeError",
     "check_int",
     "check_real",
     "check_positive",
@@ -57,13 +56,6 @@ __all__ = [
 
 #: largest ``max |U^T U - I|`` accepted for an orthogonal matrix
 ORTHOGONALITY_TOLERANCE = 1e-8
-
-
-
-
-class ArgumentTypeError(TypeError, ValueError):
-    """An argument of the wrong type: a :class:`TypeError` (and, for code that catches the
-    library's argument errors as ``ValueError``, a ``ValueError`` too)."""
 
 
 # ----------------------------------------------------------------------------- scalars
@@ -86,15 +78,29 @@ def _range_text(minimum, maximum, exclusive_minimum=False, exclusive_maximum=Fal
     return ""
 
 
-def check_int(name, value, minimum=None, maximum=None):
+def check_int(name: str, value: Any, minimum: int | None = None,
+              maximum: int | None = None) -> int:
     """An integer ``minimum <= value <= maximum`` (either bound optional), as a Python int.
 
     Only :class:`numbers.Integral` values are integers: ``bool`` and integral-valued floats
     (``10.0``) are rejected.
 
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : object
+        The value given.
+    minimum, maximum : int, optional
+        Inclusive bounds.
+
+    Returns
+    -------
+    int
+
     Raises
     ------
-    ArgumentTypeError
+    TypeError
         If ``value`` is not an integer: ``"{name} must be an integer >= {minimum}, got
         {value}"`` (``in {minimum}..{maximum}`` with both bounds).
     ValueError
@@ -109,20 +115,36 @@ def check_int(name, value, minimum=None, maximum=None):
     else:
         allowed = ""
     if _is_bool(value) or not isinstance(value, numbers.Integral):
-        raise ArgumentTypeError(f"{name} must be an integer{allowed}, got {value!r}")
+        raise TypeError(f"{name} must be an integer{allowed}, got {value!r}")
     v = int(value)
     if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
         raise ValueError(f"{name} must be an integer{allowed}, got {v}")
     return v
 
 
-def check_real(name, value, minimum=None, maximum=None, *, exclusive_minimum=False,
-               exclusive_maximum=False):
+def check_real(name: str, value: Any, minimum: float | None = None,
+               maximum: float | None = None, *, exclusive_minimum: bool = False,
+               exclusive_maximum: bool = False) -> float:
     """A finite real number within optional bounds, as a Python float.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : object
+        The value given.
+    minimum, maximum : float, optional
+        Bounds, inclusive unless ``exclusive_minimum`` / ``exclusive_maximum``.
+    exclusive_minimum, exclusive_maximum : bool
+        Make the corresponding bound strict.
+
+    Returns
+    -------
+    float
 
     Raises
     ------
-    ArgumentTypeError
+    TypeError
         If ``value`` is not a real number (a string, ``None``, a bool):
         ``"{name} must be a finite number > 0, got {value!r}"`` (the range part follows the
         bounds: ``>= 0``, ``in [0, 1)``, ...; absent without bounds).
@@ -132,7 +154,7 @@ def check_real(name, value, minimum=None, maximum=None, *, exclusive_minimum=Fal
     allowed = _range_text(minimum, maximum, exclusive_minimum, exclusive_maximum)
     message = f"{name} must be a finite number{allowed}, got {value!r}"
     if _is_bool(value) or not isinstance(value, numbers.Real):
-        raise ArgumentTypeError(message)
+        raise TypeError(message)
     v = float(value)
     if not np.isfinite(v):
         raise ValueError(message)
@@ -143,18 +165,56 @@ def check_real(name, value, minimum=None, maximum=None, *, exclusive_minimum=Fal
     return v
 
 
-def check_positive(name, value):
-    """A finite real number ``> 0`` (:func:`check_real`)."""
+def check_positive(name: str, value: Any) -> float:
+    """A finite real number ``> 0`` (:func:`check_real`).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : object
+        The value given.
+
+    Returns
+    -------
+    float
+    """
     return check_real(name, value, 0, exclusive_minimum=True)
 
 
-def check_nonnegative(name, value):
-    """A finite real number ``>= 0`` (:func:`check_real`)."""
+def check_nonnegative(name: str, value: Any) -> float:
+    """A finite real number ``>= 0`` (:func:`check_real`).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : object
+        The value given.
+
+    Returns
+    -------
+    float
+    """
     return check_real(name, value, 0)
 
 
-def check_choice(name, value, choices):
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
     """One of ``choices`` (compared with ``==``); returned unchanged.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : object
+        The value given.
+    choices : iterable
+        The allowed values.
+
+    Returns
+    -------
+    object
+        ``value``.
 
     Raises
     ------
@@ -175,19 +235,60 @@ def check_choice(name, value, choices):
     return value
 
 
-def check_generator(name, value):
-    """An explicit :class:`numpy.random.Generator` (icllib never uses global random state)."""
+def check_generator(name: str, value: Any) -> np.random.Generator:
+    """An explicit :class:`numpy.random.Generator` (icllib never uses global random state).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : object
+        The value given.
+
+    Returns
+    -------
+    numpy.random.Generator
+        ``value``.
+
+    Raises
+    ------
+    TypeError
+        For anything else (a seed, a ``RandomState``): ``"{name} must be a
+        numpy.random.Generator (np.random.default_rng(seed)), got {type}"``.
+    """
     if not isinstance(value, np.random.Generator):
-        raise ArgumentTypeError(f"{name} must be a numpy.random.Generator "
-                         f"(np.random.default_rng(seed)), got {type(value).__name__}")
+        raise TypeError(f"{name} must be a numpy.random.Generator "
+                        f"(np.random.default_rng(seed)), got {type(value).__name__}")
     return value
 
 
-def check_instance(name, value, cls, what=None):
-    """``value`` if it is an instance of ``cls``; ``what`` names the type in the message."""
+def check_instance(name: str, value: Any, cls: type | tuple[type, ...],
+                   what: str | None = None) -> Any:
+    """``value`` if it is an instance of ``cls``; ``what`` names the type in the message.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : object
+        The value given.
+    cls : type or tuple of type
+    what : str, optional
+        How the message names the type (default ``"a {cls.__name__}"``).
+
+    Returns
+    -------
+    object
+        ``value``.
+
+    Raises
+    ------
+    TypeError
+        ``"{name} must be {what}, got {type}"``.
+    """
     if not isinstance(value, cls):
         what = what or f"a {cls.__name__}"
-        raise ArgumentTypeError(f"{name} must be {what}, got {type(value).__name__}")
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
     return value
 
 
@@ -212,7 +313,8 @@ def _shape_matches(actual, shape) -> bool:
     return all(s is None or a == s for a, s in zip(actual, shape))
 
 
-def check_array(name, value, shape=None, *, hint=""):
+def check_array(name: str, value: ArrayLike, shape: tuple | None = None, *,
+                hint: str = "") -> np.ndarray:
     """A real float64 array with finite entries, optionally of a given shape.
 
     Parameters
@@ -225,16 +327,22 @@ def check_array(name, value, shape=None, *, hint=""):
     hint : str
         Appended to the shape message (e.g. ``" to match Sigma_hat"``).
 
+    Returns
+    -------
+    ndarray of float64
+
     Raises
     ------
+    TypeError
+        ``"{name} must be a real array, got ..."`` for what is not numbers.
     ValueError
-        ``"{name} must be a real array, got ..."``, ``"{name} must have shape (..., 3, 3),
-        got (2, 2)"`` or ``"{name} must hold finite values"``.
+        ``"{name} must have shape (..., 3, 3), got (2, 2)"`` or
+        ``"{name} must hold finite values"``.
     """
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ArgumentTypeError(f"{name} must be a real array, got {value!r}") from None
+        raise TypeError(f"{name} must be a real array, got {value!r}") from None
     if shape is not None and not _shape_matches(arr.shape, shape):
         raise ValueError(f"{name} must have shape {_shape_text(shape)}{hint}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -242,13 +350,24 @@ def check_array(name, value, shape=None, *, hint=""):
     return arr
 
 
-def check_spectrum(name, value):
-    """A spectrum: a non-empty 1-D array of positive finite eigenvalues (float64)."""
+def check_spectrum(name: str, value: ArrayLike) -> np.ndarray:
+    """A spectrum: a non-empty 1-D array of positive finite eigenvalues (float64).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : array_like, shape (d,)
+
+    Returns
+    -------
+    ndarray of float64, shape (d,)
+    """
     try:
         s = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ArgumentTypeError(f"{name} must be a 1-D array of positive finite eigenvalues, "
-                                f"got {value!r}") from None
+        raise TypeError(f"{name} must be a 1-D array of positive finite eigenvalues, "
+                        f"got {value!r}") from None
     if s.ndim != 1 or s.size < 1:
         raise ValueError(f"{name} must be a 1-D array of positive finite eigenvalues, "
                          f"got shape {s.shape}")
@@ -257,20 +376,44 @@ def check_spectrum(name, value):
     return s
 
 
-def check_positive_array(name, value):
-    """A non-empty float64 array (any shape) of positive finite values."""
+def check_positive_array(name: str, value: ArrayLike) -> np.ndarray:
+    """A non-empty float64 array (any shape) of positive finite values.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : array_like
+
+    Returns
+    -------
+    ndarray of float64
+    """
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ArgumentTypeError(
+        raise TypeError(
             f"{name} must hold positive finite numbers, got {value!r}") from None
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError(f"{name} must hold positive finite numbers, got {arr}")
     return arr
 
 
-def check_modes(name, value, d):
-    """A finite array whose last axis is the mode axis, of length ``d`` (leading axes free)."""
+def check_modes(name: str, value: ArrayLike, d: int) -> np.ndarray:
+    """A finite array whose last axis is the mode axis, of length ``d`` (leading axes free).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : array_like, shape (..., d)
+    d : int
+        Number of modes (the length of ``s``).
+
+    Returns
+    -------
+    ndarray of float64, shape (..., d)
+    """
     arr = check_array(name, value)
     if arr.ndim == 0 or arr.shape[-1] != d:
         raise ValueError(f"{name} must have the mode axis last with length d={d} "
@@ -278,19 +421,43 @@ def check_modes(name, value, d):
     return arr
 
 
-def check_times(name, value):
-    """Finite times ``>= 0`` (any shape; time since the start)."""
+def check_times(name: str, value: ArrayLike) -> np.ndarray:
+    """Finite times ``>= 0`` (any shape; time since the start).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : array_like
+
+    Returns
+    -------
+    ndarray of float64
+    """
     arr = check_array(name, value)
     if np.any(arr < 0):
         raise ValueError(f"{name} must be >= 0 (time since the start), got min {arr.min()}")
     return arr
 
 
-def check_time_grid(name, value, *, strict=False, start=None):
+def check_time_grid(name: str, value: ArrayLike, *, strict: bool = False,
+                    start: float | None = None) -> np.ndarray:
     """A non-empty 1-D grid of finite times, non-decreasing (increasing with ``strict``).
 
-    ``start`` is an optional lower bound on the first time (``0``: output times of a flow
-    that starts at ``t = 0``).
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : array_like, shape (T,)
+    strict : bool
+        Require strictly increasing times.
+    start : float, optional
+        Lower bound on the first time (``0``: output times of a flow that starts at
+        ``t = 0``).
+
+    Returns
+    -------
+    ndarray of float64, shape (T,)
     """
     arr = check_array(name, value)
     order = "increasing" if strict else "non-decreasing"
@@ -305,17 +472,27 @@ def check_time_grid(name, value, *, strict=False, start=None):
     return arr
 
 
-def check_orthogonal(name, value, d):
+def check_orthogonal(name: str, value: ArrayLike | None, d: int) -> np.ndarray | None:
     """An orthogonal ``d x d`` matrix (``U^T U = I`` to :data:`ORTHOGONALITY_TOLERANCE`).
 
-    ``None`` passes through (it stands for the identity).
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in the error message.
+    value : array_like, shape (d, d), or None
+        ``None`` passes through (it stands for the identity).
+    d : int
+
+    Returns
+    -------
+    ndarray of float64, shape (d, d), or None
     """
     if value is None:
         return None
     try:
         U = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ArgumentTypeError(
+        raise TypeError(
             f"{name} must be an orthogonal {d} x {d} matrix, got {value!r}") from None
     if U.shape != (d, d):
         raise ValueError(f"{name} must be an orthogonal {d} x {d} matrix, got shape {U.shape}")

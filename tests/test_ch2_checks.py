@@ -31,8 +31,8 @@ def running_example():
     t = runs[0].steps.astype(float)
     a = np.array([mode_products(r) for r in runs])
     start = np.full(S.size, np.sqrt(A0))
-    return (t, a, runs, exact_mean_flow(start, start, S, N, t, eta=ETA),
-            decoupled_flow(start, start, S, N, t, eta=ETA))
+    return (t, a, runs, exact_mean_flow(t, start, start, S, N, eta=ETA),
+            decoupled_flow(t, start, start, S, N, eta=ETA))
 
 
 def test_end_values_follow_the_exact_flow_at_every_seed(running_example):

@@ -40,7 +40,7 @@ def test_slow_mode_lag_is_the_half_rise_ratio_of_the_chapter():
     s, N, eta, a0 = RUNNING_EXAMPLE.s, RUNNING_EXAMPLE.N, RUNNING_EXAMPLE.eta, RUNNING_EXAMPLE.a0
     t = np.linspace(0.0, 8000.0, 80001)
     start = np.full(s.size, np.sqrt(a0))
-    a = exact_mean_flow(start, start, s, N, t, eta=eta).a
+    a = exact_mean_flow(t, start, start, s, N, eta=eta).a
     exact = first_crossing(t, a[:, -1], exact_fixed_point(s, N)[-1] / 2)
     expected = exact / half_rise_time(a0, s, N, eta)[-1]
     assert slow_mode_lag(s, N, eta, a0) == pytest.approx(expected, rel=1e-3)

@@ -43,7 +43,7 @@ def test_frozen_growth_rate_predicts_the_flow():
     p3, q3 = exact_fixed_point_pq(s[:3], N)
     p0, q0 = np.r_[p3, 1e-8], np.r_[q3, 0.0]         # unbalanced: tests the eigenvector too
     t = np.linspace(0, 3000, 301)
-    flow = exact_mean_flow(p0, q0, s, N, t, eta=eta)
+    flow = exact_mean_flow(t, p0, q0, s, N, eta=eta)
     lam = frozen_growth_rate(p0, q0, s, N, eta)
     # after the other eigen-direction has died out, d ln a_4 / dt = 2 lambda_4
     slope = np.log(flow.a[-1, 3] / flow.a[-101, 3]) / (t[-1] - t[-101])

@@ -87,8 +87,6 @@ def test_covariance_rejects_bad_input(s, U, match):
     "kwargs, match",
     [
         (dict(s=[1.0, 2.0], N=0), "N must be an integer >= 1, got 0"),
-        (dict(s=[1.0, 2.0], N=2.5), "N must be an integer >= 1"),
-        (dict(s=[1.0, 2.0], N=True), "N must be an integer >= 1"),
         (dict(s=[1.0, 2.0], N=5, P=0), "P must be an integer >= 1"),
         (dict(s=[1.0, 2.0], N=5, noise=-0.1), "noise must be a finite number >= 0"),
         (dict(s=[1.0, 2.0], N=5, noise=np.nan), "noise must be a finite number >= 0"),
@@ -99,6 +97,12 @@ def test_covariance_rejects_bad_input(s, U, match):
 def test_data_config_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         DataConfig(**kwargs)
+
+
+@pytest.mark.parametrize("N", [2.5, True, "5"])
+def test_data_config_rejects_a_count_of_the_wrong_type(N):
+    with pytest.raises(TypeError, match="N must be an integer >= 1"):
+        DataConfig(s=[1.0, 2.0], N=N)
 
 
 def test_data_config_is_frozen_and_validated():
@@ -175,7 +179,7 @@ def test_samplers_reject_bad_input(sampler):
     cfg = DataConfig(s=[1.0, 0.5], N=4)
     with pytest.raises(ValueError, match="B must be an integer >= 1, got 0"):
         sampler(cfg, 0, rng)
-    with pytest.raises(ValueError, match="rng must be a numpy.random.Generator"):
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
         sampler(cfg, 3, 42)
     with pytest.raises(ValueError, match=r"tasks must have shape \(P, 2, 2\)"):
         sampler(cfg, 3, rng, tasks=np.zeros((3, 3, 3)))
@@ -185,7 +189,7 @@ def test_samplers_reject_bad_input(sampler):
         sampler(DataConfig(s=[1.0, 0.5], N=4, P=2), 3, rng)
     with pytest.raises(ValueError, match="tasks holds 3 tasks but config.P = 2"):
         sampler(DataConfig(s=[1.0, 0.5], N=4, P=2), 3, rng, tasks=np.zeros((3, 2, 2)))
-    with pytest.raises(ValueError, match="config must be a DataConfig"):
+    with pytest.raises(TypeError, match="config must be a DataConfig"):
         sampler({"s": [1.0], "N": 3}, 3, rng)
 
 

@@ -70,10 +70,18 @@ def test_candidate_cannot_corrupt_reference_inputs():
                                         (dict(rtol=0.0, atol=0.0), "rtol and atol"),
                                         (dict(atol=np.inf), "atol")])
 def test_check_function_validates_arguments(bad, named):
-    with pytest.raises(ValueError, match=named):
+    error = TypeError if bad.get("trials") == 1.5 else ValueError     # a count as a float
+    with pytest.raises(error, match=named):
         check_function(lambda x: x, lambda x: x, _sample, **bad)
-    with pytest.raises(ValueError, match="candidate"):
+
+
+def test_check_function_rejects_what_is_not_a_function():
+    with pytest.raises(TypeError, match="candidate must be a function, got NoneType"):
         check_function(None, lambda x: x, _sample)
+    with pytest.raises(TypeError, match="reference must be a function, got int"):
+        check_function(lambda x: x, 3, _sample)
+    with pytest.raises(TypeError, match="sample_inputs must be a function, got str"):
+        check_function(lambda x: x, lambda x: x, "inputs")
 
 
 def test_prediction_checker_accepts_reference_rejects_unpreconditioned():

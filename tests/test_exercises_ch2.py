@@ -47,8 +47,8 @@ def _reader_separation(s, N, eta, a0, delta):
     s = np.asarray(s, dtype=float)
     start = np.full(s.size, np.sqrt(a0))
     t = np.arange(0.0, 4 / (eta * s.min() ** 2) * np.log(np.e / a0))
-    gap = np.abs(exact_mean_flow(start, start, s, N, t, eta=eta).a
-                 - decoupled_flow(start, start, s, N, t, eta=eta).a)
+    gap = np.abs(exact_mean_flow(t, start, start, s, N, eta=eta).a
+                 - decoupled_flow(t, start, start, s, N, eta=eta).a)
     times = first_crossing(t, gap / exact_fixed_point(s, N), delta)
     return int(np.nanargmin(times)) + 1, float(np.nanmin(times))
 
@@ -78,8 +78,8 @@ def test_first_separation_checker_rejects_plausible_wrong_answers(capsys):
             start = np.full(s.size, np.sqrt(a0))
             t = np.concatenate([[0.0], np.geomspace(
                 1e-2, 4 / (eta * s.min() ** 2) * np.log(np.e / a0), 20_000)])
-            gap = np.abs(exact_mean_flow(start, start, s, N, t, eta=eta).a
-                         - decoupled_flow(start, start, s, N, t, eta=eta).a)
+            gap = np.abs(exact_mean_flow(t, start, start, s, N, eta=eta).a
+                         - decoupled_flow(t, start, start, s, N, eta=eta).a)
             times = first_crossing(t, gap / scale(s, N), delta)
             return int(np.nanargmin(times)) + 1, float(np.nanmin(times))
         return answer

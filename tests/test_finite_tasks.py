@@ -73,7 +73,7 @@ def test_fixed_point_and_floor_are_the_numerical_minimum(seed):
 def test_flow_converges_to_the_task_set_fixed_point():
     m = np.array([1.3, 0.6, 0.9, 1.5])
     t = np.array([0.0, 1e5, 2e5])
-    sol = task_set_flow(np.full(4, 0.01), np.full(4, 0.01), S, 10, m, t, eta=0.01)
+    sol = task_set_flow(t, np.full(4, 0.01), np.full(4, 0.01), S, 10, m, eta=0.01)
     np.testing.assert_allclose(sol.a[-1], task_set_fixed_point(S, 10, m), rtol=1e-5)
     assert sol.train_loss[-1] == pytest.approx(task_set_floor(S, 10, m), rel=1e-8)
     assert sol.test_loss[0] == pytest.approx(S.sum() / 2, rel=1e-3)

@@ -115,7 +115,7 @@ def test_mode_jacobian_validates_its_arguments():
     def f(p, q):
         return p, q
 
-    with pytest.raises(ValueError, match="field"):
+    with pytest.raises(TypeError, match="field must be a function of \\(p, q\\), got int"):
         mode_jacobian(3, np.zeros(2), np.zeros(2))
     with pytest.raises(ValueError, match="q must have shape"):
         mode_jacobian(f, np.zeros(2), np.zeros(3))

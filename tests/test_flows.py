@@ -1,6 +1,7 @@
 """Tests for icllib.flows: the paper's decoupled flow and the exact mean flow."""
 
 import dataclasses
+import inspect
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from scipy.integrate import solve_ivp
 
 from icllib import flows as fl
 from icllib import theory as th
+from icllib.train.finite_tasks import task_set_flow, task_set_velocity
 
 S4 = np.array([4.0, 2.0, 1.0, 0.5])
 
@@ -42,9 +44,9 @@ def test_velocities_vectorise_over_leading_axes():
     rng = np.random.default_rng(1)
     p, q = rng.normal(size=(6, 2, 4)), rng.normal(size=(6, 2, 4))
     for f in (fl.paper_velocity, fl.exact_mean_velocity):
-        dp, dq = f(p, q, S4, 5)
+        dp, dq = f(p, q, S4, 5, eta=1.0)
         assert dp.shape == dq.shape == (6, 2, 4)
-        one = f(p[3, 1], q[3, 1], S4, 5)
+        one = f(p[3, 1], q[3, 1], S4, 5, eta=1.0)
         np.testing.assert_allclose(dp[3, 1], one[0], rtol=1e-15)
         np.testing.assert_allclose(dq[3, 1], one[1], rtol=1e-15)
 
@@ -108,7 +110,7 @@ def test_flows_integrate_their_velocity_fields(flow, vel):
 
     ref = solve_ivp(rhs, (0, 4), np.concatenate([p0, q0]), t_eval=t, method="DOP853",
                     rtol=1e-13, atol=1e-15).y.T
-    sol = flow(p0, q0, s, N, t, eta=eta)
+    sol = flow(t, p0, q0, s, N, eta=eta)
     np.testing.assert_allclose(sol.p, ref[:, :4], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(sol.q, ref[:, 4:], rtol=1e-8, atol=1e-12)
 
@@ -119,7 +121,7 @@ def test_flow_solution_fields_and_losses():
     p0, q0 = np.array([0.1, 0.2, 0.05, 0.3]), np.array([0.2, 0.1, 0.05, -0.1])
     for flow, loss in [(fl.decoupled_flow, lambda sol: th.paper_loss(sol.a, s, N)),
                        (fl.exact_mean_flow, lambda sol: th.exact_loss(sol.p, sol.q, s, N))]:
-        sol = flow(p0, q0, s, N, t)
+        sol = flow(t, p0, q0, s, N, eta=1.0)
         assert isinstance(sol, fl.FlowSolution)
         assert sol.t.shape == (41,) and sol.p.shape == sol.q.shape == sol.a.shape == (41, 4)
         assert sol.loss.shape == (41,)
@@ -136,10 +138,10 @@ def test_flow_solution_fields_and_losses():
 def test_output_times_need_not_start_at_zero():
     s, N = S4, 10
     p0 = q0 = np.full(4, 0.05)
-    full = fl.exact_mean_flow(p0, q0, s, N, np.array([0.0, 3.0, 7.0]))
-    part = fl.exact_mean_flow(p0, q0, s, N, np.array([3.0, 7.0]))
+    full = fl.exact_mean_flow(np.array([0.0, 3.0, 7.0]), p0, q0, s, N, eta=1.0)
+    part = fl.exact_mean_flow(np.array([3.0, 7.0]), p0, q0, s, N, eta=1.0)
     np.testing.assert_allclose(part.p, full.p[1:], rtol=1e-9)
-    still = fl.decoupled_flow(p0, q0, s, N, np.zeros(3))
+    still = fl.decoupled_flow(np.zeros(3), p0, q0, s, N, eta=1.0)
     np.testing.assert_array_equal(still.p, np.broadcast_to(p0, (3, 4)))
 
 
@@ -149,8 +151,8 @@ def test_time_is_measured_in_sgd_steps_of_size_eta():
     p0, q0 = np.array([0.1, 0.02, 0.3, 0.05]), np.array([0.1, 0.2, 0.01, 0.05])
     t = np.linspace(0, 10, 11)
     for flow in (fl.decoupled_flow, fl.exact_mean_flow):
-        a1 = flow(p0, q0, s, N, 2 * t, eta=0.5).a
-        a2 = flow(p0, q0, s, N, t, eta=1.0).a
+        a1 = flow(2 * t, p0, q0, s, N, eta=0.5).a
+        a2 = flow(t, p0, q0, s, N, eta=1.0).a
         np.testing.assert_allclose(a1, a2, rtol=1e-8, atol=1e-14)
 
 
@@ -159,7 +161,7 @@ def test_time_is_measured_in_sgd_steps_of_size_eta():
 def test_decoupled_flow_conserves_every_mode():
     s, N = S4, 10
     p0, q0 = np.array([0.3, 0.01, 0.2, 1.0]), np.array([0.05, 0.4, -0.2, 0.1])
-    sol = fl.decoupled_flow(p0, q0, s, N, np.linspace(0, 200, 101))
+    sol = fl.decoupled_flow(np.linspace(0, 200, 101), p0, q0, s, N, eta=1.0)
     C = th.conserved_per_mode(sol.p, sol.q)
     scale = np.max(sol.p**2 + sol.q**2)
     assert np.max(np.abs(C - C[0])) < 1e-8 * scale
@@ -169,7 +171,7 @@ def test_decoupled_flow_conserves_every_mode():
 def test_exact_flow_conserves_the_sum_but_not_each_mode():
     s, N = S4, 10
     p0, q0 = np.array([0.3, 0.01, 0.2, 1.0]), np.array([0.05, 0.4, -0.2, 0.1])
-    sol = fl.exact_mean_flow(p0, q0, s, N, np.linspace(0, 200, 101))
+    sol = fl.exact_mean_flow(np.linspace(0, 200, 101), p0, q0, s, N, eta=1.0)
     C = th.conserved_quantity(sol.p, sol.q)
     scale = np.max(np.sum(sol.p**2 + sol.q**2, axis=-1))
     assert np.max(np.abs(C - C[0])) < 1e-8 * scale
@@ -183,14 +185,14 @@ def test_flows_agree_for_isotropic_S_and_uniform_modes():
     s, N = np.full(4, 1.3), 5
     t = np.linspace(0, 40, 81)
     p0, q0 = np.full(4, 0.02), np.full(4, 0.05)
-    e = fl.exact_mean_flow(p0, q0, s, N, t)
-    d = fl.decoupled_flow(p0, q0, s, N, t)
+    e = fl.exact_mean_flow(t, p0, q0, s, N, eta=1.0)
+    d = fl.decoupled_flow(t, p0, q0, s, N, eta=1.0)
     np.testing.assert_allclose(e.a, d.a, rtol=1e-8, atol=1e-14)
     np.testing.assert_allclose(e.loss, d.loss, rtol=1e-10)
     # isotropic S but non-uniform modes: they differ
     p0 = np.array([0.02, 0.2, 0.05, 0.1])
-    e = fl.exact_mean_flow(p0, q0, s, N, t)
-    d = fl.decoupled_flow(p0, q0, s, N, t)
+    e = fl.exact_mean_flow(t, p0, q0, s, N, eta=1.0)
+    d = fl.decoupled_flow(t, p0, q0, s, N, eta=1.0)
     assert np.max(np.abs(e.a - d.a)) > 1e-2
 
 
@@ -207,8 +209,8 @@ def test_p2_multiple_of_identity_gives_equal_losses_and_q_velocities_only():
         p, q = np.full(4, rng.uniform(0.2, 1.0)), rng.uniform(0.1, 1.0, size=4)
         assert th.exact_loss(p, q, s, N) == pytest.approx(th.paper_loss(p * q, s, N),
                                                           rel=1e-13)
-        dp_e, dq_e = fl.exact_mean_velocity(p, q, s, N)
-        dp_p, dq_p = fl.paper_velocity(p, q, s, N)
+        dp_e, dq_e = fl.exact_mean_velocity(p, q, s, N, eta=1.0)
+        dp_p, dq_p = fl.paper_velocity(p, q, s, N, eta=1.0)
         np.testing.assert_allclose(dq_e, dq_p, rtol=1e-12, atol=1e-14)
         assert np.max(np.abs(dp_e - dp_p)) > 1e-3
 
@@ -216,8 +218,8 @@ def test_p2_multiple_of_identity_gives_equal_losses_and_q_velocities_only():
 def _gap(N, s=S4):
     p0 = q0 = np.full(len(s), 0.03)
     t = np.linspace(0, 200, 401)
-    e = fl.exact_mean_flow(p0, q0, s, N, t)
-    d = fl.decoupled_flow(p0, q0, s, N, t)
+    e = fl.exact_mean_flow(t, p0, q0, s, N, eta=1.0)
+    d = fl.decoupled_flow(t, p0, q0, s, N, eta=1.0)
     return np.max(np.abs(e.a - d.a) / th.paper_fixed_point(s, N))
 
 
@@ -233,7 +235,7 @@ def test_exact_and_paper_flows_differ_for_anisotropic_S_and_the_gap_shrinks_with
 def test_exact_flow_converges_to_the_exact_minimiser():
     s, N = S4, 10
     p0, q0 = np.array([0.03, 0.05, 0.02, 0.04]), np.array([0.02, 0.01, 0.06, 0.04])
-    sol = fl.exact_mean_flow(p0, q0, s, N, np.array([0.0, 3000.0, 6000.0]))
+    sol = fl.exact_mean_flow(np.array([0.0, 3000.0, 6000.0]), p0, q0, s, N, eta=1.0)
     C = th.conserved_quantity(p0, q0)
     p_star, q_star = th.exact_fixed_point_pq(s, N, C)
     np.testing.assert_allclose(sol.a[-1], th.exact_fixed_point(s, N), rtol=1e-6)
@@ -247,7 +249,7 @@ def test_exact_flow_converges_to_the_exact_minimiser():
 def test_paper_flow_converges_to_the_hyperbola_point_fixed_by_each_C():
     s, N = S4, 10
     p0, q0 = np.array([0.03, 0.05, 0.02, 0.04]), np.array([0.02, 0.01, 0.06, 0.04])
-    sol = fl.decoupled_flow(p0, q0, s, N, np.array([0.0, 400.0]))
+    sol = fl.decoupled_flow(np.array([0.0, 400.0]), p0, q0, s, N, eta=1.0)
     a_inf = th.paper_fixed_point(s, N)
     np.testing.assert_allclose(sol.a[-1], a_inf, rtol=1e-8)
     C = th.conserved_per_mode(p0, q0)
@@ -277,11 +279,42 @@ def test_flows_reject_bad_input(flow, kwargs, name):
     eta = kwargs.pop("eta", 1.0)
     args.update(kwargs)
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
-        flow(args["p0"], args["q0"], args["s"], args["N"], args["t"], eta=eta)
+        flow(args["t"], args["p0"], args["q0"], args["s"], args["N"], eta=eta)
 
 
 def test_velocities_reject_bad_input():
     with pytest.raises(ValueError, match=r"\bq\b"):
-        fl.exact_mean_velocity(np.ones(4), np.ones(3), S4, 5)
+        fl.exact_mean_velocity(np.ones(4), np.ones(3), S4, 5, eta=1.0)
     with pytest.raises(ValueError, match=r"\beta\b"):
         fl.paper_velocity(np.ones(4), np.ones(4), S4, 5, eta=np.inf)
+
+
+# ------------------------------------------------------------- signatures (issue 32)
+
+_T3, _P4 = np.linspace(0.0, 1.0, 3), np.full(4, 0.1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: fl.decoupled_flow(_T3, _P4, _P4, S4, 5),
+    lambda: fl.exact_mean_flow(_T3, _P4, _P4, S4, 5),
+    lambda: fl.paper_velocity(_P4, _P4, S4, 5),
+    lambda: fl.exact_mean_velocity(_P4, _P4, S4, 5),
+    lambda: task_set_flow(_T3, _P4, _P4, S4, 5, np.ones(4)),
+    lambda: task_set_velocity(_P4, _P4, S4, 5, np.ones(4)),
+], ids=["decoupled_flow", "exact_mean_flow", "paper_velocity", "exact_mean_velocity",
+        "task_set_flow", "task_set_velocity"])
+def test_eta_has_no_default(call):
+    """eta sets the time scale: forgetting it must fail, not silently use eta = 1."""
+    with pytest.raises(TypeError, match=r"missing 1 required keyword-only argument: 'eta'"):
+        call()
+
+
+def test_every_flow_takes_the_times_first_and_eta_by_keyword():
+    for f in (fl.decoupled_flow, fl.exact_mean_flow, task_set_flow, th.logistic_a,
+              th.unbalanced_a):
+        assert next(iter(inspect.signature(f).parameters)) == "t", f.__name__
+    for f in (fl.decoupled_flow, fl.exact_mean_flow, task_set_flow, fl.paper_velocity,
+              fl.exact_mean_velocity, task_set_velocity):
+        eta = inspect.signature(f).parameters["eta"]
+        assert eta.kind is inspect.Parameter.KEYWORD_ONLY, f.__name__
+        assert eta.default is inspect.Parameter.empty, f.__name__

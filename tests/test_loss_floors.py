@@ -83,7 +83,7 @@ def test_plateau_levels_start_at_half_trace_end_on_the_floors_and_match_the_exac
     # the exact flow sits on the level after mode 2 is learned, well before mode 3 escapes
     t = np.array([0.0, 250.0])
     p0 = np.full(4, np.sqrt(a0))
-    loss = exact_mean_flow(p0, p0, s, N, t, eta=eta).loss[-1]
+    loss = exact_mean_flow(t, p0, p0, s, N, eta=eta).loss[-1]
     # mode 3 has grown to about a0 exp(2 t / tau_3) = a0 e^5 there, lowering the loss by at
     # most s_3^2 a_3 (the linear term of the exact loss)
     bound = s[2] ** 2 * a0 * np.exp(2 * t[-1] * eta * s[2] ** 2)

@@ -112,7 +112,7 @@ def test_marginal_effective_rank_validates_k_and_handles_stacks():
         marginal_effective_rank(M, 2)               # numerical rank 2: nothing left
     with pytest.raises(ValueError, match=r"\bk\b"):
         marginal_effective_rank(M, -1)
-    with pytest.raises(ValueError, match=r"\bk\b"):
+    with pytest.raises(TypeError, match=r"\bk\b"):
         marginal_effective_rank(M, 1.0)
     stack = np.stack([np.diag([4.0, 2.0, 1.0, 1.0]), np.diag([5.0, 1.0, 1.0, 1.0])])
     np.testing.assert_allclose(marginal_effective_rank(stack, 1), [2**1.5, 3.0], rtol=1e-14)
@@ -215,7 +215,6 @@ def test_subspace_distance_over_a_stack_of_matrices():
     (lambda: marginal_effective_rank(np.zeros((2, 2)), 0), "M"),
     (lambda: subspace_distance(np.eye(3), np.eye(3), rank=0), "rank"),
     (lambda: subspace_distance(np.eye(3), np.eye(3), rank=4), "rank"),
-    (lambda: subspace_distance(np.eye(3), np.eye(3), rank=1.5), "rank"),
     (lambda: subspace_distance(np.eye(3), np.ones((3, 2))), "M_final"),
     (lambda: subspace_distance(np.eye(3), np.zeros((3, 3))), "M_final"),
     (lambda: subspace_distance(np.ones((2, 2, 3, 3)), np.eye(3)), "M_t"),
@@ -224,6 +223,11 @@ def test_subspace_distance_over_a_stack_of_matrices():
 def test_metrics_reject_bad_input(call, name):
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
         call()
+
+
+def test_a_rank_of_the_wrong_type_is_a_type_error():
+    with pytest.raises(TypeError, match=r"\brank\b"):
+        subspace_distance(np.eye(3), np.eye(3), rank=1.5)
 
 
 def test_numerical_zero_follows_the_input_precision():

@@ -161,7 +161,7 @@ def test_model_functions_reject_mismatched_dimensions():
     with pytest.raises(ValueError, match="xq must hold finite"):
         predict_from_statistics(b.Sigma_hat, b.W, np.full_like(b.xq, np.nan),
                                 random_params(3, rng), 5)
-    with pytest.raises(ValueError, match="params must be an icllib.model.Params"):
+    with pytest.raises(TypeError, match="params must be an icllib.model.Params"):
         forward(b.Z, (np.eye(6), np.eye(6)))
     with pytest.raises(ValueError, match="q1 must have shape"):
         reduced_predict(np.eye(3), np.eye(2), b.W, b.Sigma_hat, b.xq)

@@ -98,8 +98,8 @@ def aniso_runs():
     t = identity.steps.astype(float)
     p0 = np.full(4, scale)
     flows = {
-        "exact": exact_mean_flow(p0, p0, S_ANISO, N, t, eta=eta),
-        "paper": decoupled_flow(p0, p0, S_ANISO, N, t, eta=eta),
+        "exact": exact_mean_flow(t, p0, p0, S_ANISO, N, eta=eta),
+        "paper": decoupled_flow(t, p0, p0, S_ANISO, N, eta=eta),
     }
     return {"identity": identity, "rotated": rotated, "U": U}, flows, N
 
@@ -180,7 +180,7 @@ def test_gap_between_theories_shrinks_with_N_and_sgd_tracks_the_exact_one():
         )
         t = rec.steps.astype(float)
         window = t >= 800
-        flow = exact_mean_flow(start, start, S_ANISO, N, t, eta=eta)
+        flow = exact_mean_flow(t, start, start, S_ANISO, N, eta=eta)
         sgd = rec.a[window].mean(axis=0)
         exact = flow.a[window].mean(axis=0)
         assert np.all(np.abs(sgd / exact - 1) <= 0.03), (N, sgd / exact - 1)

@@ -19,7 +19,14 @@ import numpy as np
 import pytest
 
 from icllib.data import DataConfig
-from icllib.train import balanced_init, mode_products, pathway_products, stored, train_sgd
+from icllib.train import (
+    balanced_init,
+    mode_products,
+    pathway_products,
+    random_init,
+    stored,
+    train_sgd,
+)
 
 PREFIX = 300          # steps retrained for every stored run: modes 1 and 2 escape within it
 TOL = 1e-6            # of the compared quantity's scale (see the error model above)
@@ -105,6 +112,34 @@ def test_stored_run_matches_the_recording_it_came_from():
     # the two pathways are the diagonal products of chapter 2, not the full products
     np.testing.assert_array_equal(pathway_products(rec)[0],
                                   np.einsum("tii->ti", rec.p2) * np.einsum("tii->ti", rec.q1))
+
+
+def test_every_run_class_reads_a_mode_as_the_sum_of_both_pathways():
+    """Recording, StoredRun and PriceRun: one ``a`` (chapter 2's sum of the two pathways,
+    ``mode_products``) and one ``via_p2q1``, ``via_p1q2``, also off the null manifold."""
+    cfg = DataConfig(s=np.array([2.0, 1.0, 0.5]), N=5)
+    rng = np.random.default_rng(5)
+    rec = train_sgd(cfg, random_init(3, 0.3, rng), eta=0.02, B=64, steps=60, rng=rng,
+                    record_every=3)
+    run = stored.StoredRun.from_recording(rec, seed=5, late_from=0)
+    price = stored.PriceRun(None, 0, "random", 5, run.steps, run.diagonals,
+                            np.zeros((4, 3, 3), np.float32), None, None)
+    diag = {b: np.einsum("tii->ti", getattr(rec, b)) for b in ("p1", "p2", "q1", "q2")}
+    via_p2q1, via_p1q2 = diag["p2"] * diag["q1"], diag["p1"] * diag["q2"]
+    np.testing.assert_allclose(rec.a, via_p2q1 + via_p1q2, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(rec.via_p2q1, via_p2q1, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(rec.via_p1q2, via_p1q2, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(rec.a, mode_products(rec))
+    for other in (run, price):              # float32 diagonals
+        for name in ("a", "via_p2q1", "via_p1q2"):
+            assert_curve_close(getattr(other, name), getattr(rec, name), name,
+                               np.max(np.abs(rec.a)))
+        np.testing.assert_array_equal(other.a, mode_products(other))
+        np.testing.assert_array_equal(other.a, other.via_p2q1 + other.via_p1q2)
+    np.testing.assert_array_equal(price.a, run.a)
+    np.testing.assert_array_equal(price.via_p1q2, run.via_p1q2)
+    # off the manifold the p1 q2 pathway is not small: leaving it out is visibly wrong
+    assert np.max(np.abs(via_p1q2)) > 0.1 * np.max(np.abs(rec.a))
 
 
 def test_missing_or_outdated_file_names_the_command(tmp_path):

@@ -46,7 +46,7 @@ def test_plateau_length_is_the_half_rise_of_the_decoupled_flow(p0, q0):
     t = np.linspace(0.0, 4000.0, 400001)
     p = np.full(S.size, p0)
     q = np.full(S.size, q0)
-    sol = decoupled_flow(p, q, S, N, t, eta=ETA, rtol=1e-10, atol=1e-14)
+    sol = decoupled_flow(t, p, q, S, N, eta=ETA, rtol=1e-10, atol=1e-14)
     k = s_inf(S, N)
     t_half = first_crossing(t, sol.a, 0.5 / k)
     predicted = plateau_length(p0, q0, S, N, ETA)
@@ -92,9 +92,9 @@ def test_discrete_step_factor_predicts_mean_gradient_descent_escape():
     t = np.arange(4001.0)
     level = exact_fixed_point(S, N) / 2
     gd = first_crossing(t, np.array(A), level)
-    flow = first_crossing(t, exact_mean_flow(np.sqrt(RUNNING_EXAMPLE.a0) * np.ones(4),
+    flow = first_crossing(t, exact_mean_flow(t, np.sqrt(RUNNING_EXAMPLE.a0) * np.ones(4),
                                              np.sqrt(RUNNING_EXAMPLE.a0) * np.ones(4),
-                                             S, N, t, eta=ETA).a, level)
+                                             S, N, eta=ETA).a, level)
     corrected = flow * discrete_step_factor(S, ETA)
     assert np.all(np.abs(gd / corrected - 1) <= ETA * S**2), (gd, corrected)
 
@@ -103,7 +103,7 @@ def test_running_example_numbers():
     """The numbers the book carries across chapters: the slowest mode's half-rise."""
     t = np.arange(0.0, 6001.0)
     p0 = np.full(S.size, RUNNING_EXAMPLE.p0)
-    a = exact_mean_flow(p0, p0, S, N, t, eta=ETA).a
+    a = exact_mean_flow(t, p0, p0, S, N, eta=ETA).a
     exact = first_crossing(t, a, exact_fixed_point(S, N) / 2)
     paper = half_rise_time(RUNNING_EXAMPLE.a0, S, N, ETA)
     assert abs(exact[-1] - 3490) < 5 and abs(paper[-1] - 1790) < 1

@@ -1,5 +1,7 @@
 """Tests for icllib.train: exact gradients, SGD conservation law, training loop, inputs."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -300,7 +302,10 @@ def test_recording_shapes_and_mode_properties():
     np.testing.assert_allclose(rec.p2[0], 0.2 * np.eye(3), atol=1e-14)
     np.testing.assert_allclose(rec.a[0], 0.04, rtol=1e-12)
     np.testing.assert_array_equal(rec.p1[0], 0.0)
-    np.testing.assert_allclose(rec.a, np.einsum("tij,tji->ti", rec.p2, rec.q1))
+    # a is chapter 2's mode product: the diagonal products of both pathways
+    diag = {b: np.einsum("tii->ti", getattr(rec, b)) for b in ("p1", "p2", "q1", "q2")}
+    np.testing.assert_allclose(rec.a, diag["p2"] * diag["q1"] + diag["p1"] * diag["q2"],
+                               rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(rec.p2[-1], U.T @ rec.params.p2 @ U, atol=1e-13)
     assert np.all(rec.a[-1] > rec.a[0])  # every mode grows from a small balanced start
 
@@ -323,6 +328,9 @@ def test_initialisations():
         random_init(3, -1.0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="d must be an integer >= 1"):
         balanced_init(0, 0.1)
+    for wrong_type in ("0.1", None, True, [0.1, "x", 0.3]):
+        with pytest.raises(TypeError, match=r"^scale must be a finite number or 3 finite "):
+            balanced_init(3, wrong_type)
 
 
 # ----------------------------------------------------------------------------- stability
@@ -346,6 +354,27 @@ def test_divergence_raises_with_step_and_stable_range():
     assert np.all(np.isfinite(rec.loss))
 
 
+def test_divergence_error_carries_the_step_it_diverged_at():
+    cfg = DataConfig(s=[4.0, 2.0, 1.0, 0.5], N=10)
+
+    def run(steps):
+        return train_sgd(cfg, balanced_init(4, 0.05), eta=3 * stable_eta(cfg), B=1024,
+                         steps=steps, record_every=1, rng=np.random.default_rng(0))
+
+    with pytest.raises(DivergenceError) as info:
+        run(200)
+    step = info.value.step
+    assert isinstance(step, int) and 0 < step <= 200
+    assert f"diverged at step {step}:" in str(info.value)
+    rec = run(step - 1)                     # the same stream, stopped one step earlier: finite
+    assert rec.steps[-1] == step - 1 and np.all(np.isfinite(rec.loss))
+    with pytest.raises(DivergenceError) as again:
+        run(step)
+    assert again.value.step == step
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert copy.step == step and str(copy) == str(info.value)
+
+
 # ----------------------------------------------------------------------------- inputs
 
 
@@ -357,15 +386,11 @@ def test_divergence_raises_with_step_and_stable_range():
         (dict(eta=np.nan), "eta must be a finite number > 0"),
         (dict(eta=np.inf), "eta must be a finite number > 0"),
         (dict(B=0), "B must be an integer >= 1, got 0"),
-        (dict(B=2.5), "B must be an integer >= 1"),
         (dict(steps=-1), "steps must be an integer >= 0"),
         (dict(record_every=0), "record_every must be an integer >= 1"),
         (dict(sampler="exact"), "sampler must be one of 'auto', 'statistics', 'tokens', 'actions'"),
         (dict(sampler="actions", tasks=np.ones((3, 2, 2))), "sampler='actions' needs tasks"),
-        (dict(rng=0), "rng must be a numpy.random.Generator"),
         (dict(params0=balanced_init(3, 0.1)), "params0 has d = 3 but config has d = 2"),
-        (dict(params0=np.eye(4)), "params0 must be an icllib.model.Params"),
-        (dict(config=(1.0, 2.0)), "config must be a DataConfig"),
         (dict(tasks=np.zeros((2, 3, 3))), r"tasks must have shape \(P, 2, 2\)"),
     ],
 )
@@ -384,14 +409,32 @@ def test_train_sgd_rejects_bad_input(kwargs, match):
         train_sgd(config, params0, **args)
 
 
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(B=2.5), "B must be an integer >= 1"),
+        (dict(rng=0), "rng must be a numpy.random.Generator"),
+        (dict(params0=np.eye(4)), "params0 must be an icllib.model.Params"),
+        (dict(config=(1.0, 2.0)), "config must be a DataConfig"),
+    ],
+)
+def test_train_sgd_rejects_arguments_of_the_wrong_type(kwargs, match):
+    args = dict(config=DataConfig(s=[1.0, 0.5], N=5), params0=balanced_init(2, 0.1), eta=0.1,
+                B=4, steps=3, rng=np.random.default_rng(0))
+    args.update(kwargs)
+    config, params0 = args.pop("config"), args.pop("params0")
+    with pytest.raises(TypeError, match=match):
+        train_sgd(config, params0, **args)
+
+
 def test_loss_and_grads_rejects_mismatched_batch():
     rng = np.random.default_rng(0)
     batch = sample_statistics(DataConfig(s=[1.0, 0.5], N=5), 4, rng)
     with pytest.raises(ValueError, match="params have d = 3"):
         loss_and_grads(balanced_init(3, 0.1), batch)
-    with pytest.raises(ValueError, match="batch must be a PromptBatch or ContextStatistics"):
+    with pytest.raises(TypeError, match="batch must be a PromptBatch or ContextStatistics"):
         loss_and_grads(balanced_init(2, 0.1), {"C": 1})
-    with pytest.raises(ValueError, match="params must be an icllib.model.Params"):
+    with pytest.raises(TypeError, match="params must be an icllib.model.Params"):
         loss_and_grads(None, batch)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..validation import (
     check_generator,
@@ -23,7 +24,7 @@ from ..validation import (
 __all__ = ["covariance", "random_rotation", "DataConfig"]
 
 
-def covariance(s, U=None):
+def covariance(s: ArrayLike, U: ArrayLike | None = None) -> np.ndarray:
     """Input covariance ``Sigma_x = U diag(s) U^T`` (book chapter 1, 'The data model').
 
     Parameters
@@ -46,7 +47,7 @@ def covariance(s, U=None):
     return 0.5 * (Sigma + Sigma.T)
 
 
-def random_rotation(d, rng):
+def random_rotation(d: int, rng: np.random.Generator) -> np.ndarray:
     """A Haar-distributed random orthogonal ``d x d`` matrix (QR of a Gaussian, sign-fixed).
 
     Parameters
@@ -90,7 +91,7 @@ class DataConfig:
     P: int | None = None
     noise: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         s = check_spectrum("s", self.s)
         s.setflags(write=False)
         object.__setattr__(self, "s", s)
@@ -119,7 +120,7 @@ class DataConfig:
         """The eigenbasis ``U`` as an array (the identity when ``U`` is None)."""
         return np.eye(self.d) if self.U is None else self.U
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         U = "None" if self.U is None else f"<{self.d}x{self.d} rotation>"
         return (
             f"DataConfig(s={np.array2string(self.s, precision=4)}, N={self.N}, U={U}, "

@@ -84,7 +84,8 @@ def _fill_pairs(rng, out, k, work):
     np.multiply(r, trig, out=out[k : 2 * k])
 
 
-def standard_normal(rng, size, out=None):
+def standard_normal(rng: np.random.Generator, size: int | tuple[int, ...],
+                    out: np.ndarray | None = None) -> np.ndarray:
     """Independent standard normal draws (Box-Muller; see the module docstring).
 
     Parameters

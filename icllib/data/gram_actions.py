@@ -55,7 +55,7 @@ class GramActions:
         query, in :meth:`icllib.data.PromptSampler.draw_raw`), available as ``extra``.
     """
 
-    def __init__(self, N, D, B, extra=0):
+    def __init__(self, N: int, D: int, B: int, extra: int = 0) -> None:
         self.N, self.D, self.B = int(N), int(D), int(B)
         dofs = (self.N, self.N - 1)
         small = [k <= ERLANG_MAX_DOF for k in dofs]
@@ -71,7 +71,7 @@ class GramActions:
         self.e2, self.tmp = np.empty((D, B)), np.empty((D, B))
         self.n, self.dot = np.empty(B), np.empty(B)
 
-    def draw(self, rng):
+    def draw(self, rng: np.random.Generator) -> GramActions:
         """Draw the random part of a batch from ``rng``; returns ``self``.
 
         The stream: one call of :func:`icllib.data.draws.standard_normal` for the ``2 D``
@@ -79,6 +79,15 @@ class GramActions:
         degrees of freedom, and the ``extra`` normals; then one array of uniforms for the
         sums of exponentials of ``chi^2_N`` and ``chi^2_{N-1}`` (at most ``ERLANG_MAX_DOF``
         degrees of freedom); then numpy's gamma draws for the larger ones, in that order.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        GramActions
+            ``self``.
         """
         z = standard_normal(rng, self._normals.shape, out=self._normals)
         odd = iter(z[2 * self.D : self.normal_count])
@@ -114,8 +123,19 @@ class GramActions:
             np.divide(v, np.where(n > 0, n, np.inf), out=out)
         return n
 
-    def first(self, z, out):
-        """``out`` (D, B) = ``A z`` for ``z`` (D, B) fixed before :meth:`draw`."""
+    def first(self, z: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out`` (D, B) = ``A z`` for ``z`` (D, B) fixed before :meth:`draw`.
+
+        Parameters
+        ----------
+        z : ndarray, shape (D, B)
+        out : ndarray, shape (D, B)
+            Filled and returned.
+
+        Returns
+        -------
+        ndarray, shape (D, B)
+        """
         g1 = self._normals[: self.D]
         e1, t1, T11 = self.e1, self.t1, self.root[0]
         n1 = self._unit(z, e1)
@@ -128,8 +148,19 @@ class GramActions:
         np.multiply(n1, T11, out=self.n)
         return np.multiply(t1, self.n, out=out)
 
-    def second(self, z, out):
-        """``out`` (D, B) = ``A z`` for ``z`` (D, B) that may depend on :meth:`first`'s result."""
+    def second(self, z: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out`` (D, B) = ``A z`` for ``z`` (D, B) that may depend on :meth:`first`'s result.
+
+        Parameters
+        ----------
+        z : ndarray, shape (D, B)
+        out : ndarray, shape (D, B)
+            Filled and returned.
+
+        Returns
+        -------
+        ndarray, shape (D, B)
+        """
         D = self.D
         g2 = self._normals[D : 2 * D]
         e1, e2, t1, tmp, T22 = self.e1, self.e2, self.t1, self.tmp, self.root[1]

@@ -15,6 +15,7 @@ explicit :class:`numpy.random.Generator`; nothing uses global state.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..validation import check_generator, check_instance, check_int
 from .batches import ContextStatistics, PromptBatch
@@ -42,7 +43,8 @@ class PromptSampler:
         ``config.P = None`` draws a fresh task per prompt.
     """
 
-    def __init__(self, config, rng, tasks=None):
+    def __init__(self, config: DataConfig, rng: np.random.Generator,
+                 tasks: ArrayLike | None = None) -> None:
         check_instance("config", config, DataConfig)
         self.config = config
         self.rng = check_generator("rng", rng)
@@ -67,7 +69,8 @@ class PromptSampler:
         self.m = min(self.N, self.D)
 
     # -- raw draws -------------------------------------------------------------------------
-    def draw_raw(self, B, method, buffers=None):
+    def draw_raw(self, B: int, method: str, buffers: dict | None = None) -> tuple[
+            np.ndarray | GramActions, np.ndarray | None, np.ndarray | None, np.ndarray]:
         """One batch of raw draws in the eigenbasis, batch axis last: ``(G, lam, W, gq)``.
 
         ``G`` (rows, D, B): whitened context rows, ``x = sqrt(s) * G[:, :d]`` in the U basis
@@ -87,6 +90,21 @@ class PromptSampler:
         (normal eigenvalues, or the indices into a task set), then the queries.  For
         ``"actions"`` with fresh tasks the task eigenvalues and queries are drawn in the same
         call as the context's normals (:meth:`icllib.data.gram_actions.GramActions.draw`).
+
+        Parameters
+        ----------
+        B : int
+            Number of prompts (not validated: the callers have).
+        method : {"statistics", "tokens", "actions"}
+        buffers : dict, optional
+            Work arrays kept between calls (see above).
+
+        Returns
+        -------
+        G : ndarray (rows, D, B) or GramActions
+        lam : ndarray (d, B) or None
+        W : ndarray (B, d, d) or None
+        gq : ndarray (d, B)
         """
         d = self.d
         n_ctx = normal_count(self.N, self.D) if method == "statistics" else self.N * self.D
@@ -127,11 +145,30 @@ class PromptSampler:
         """True when every task is ``U diag(lambda) U^T`` (fresh tasks, or such a task set)."""
         return self.fresh or self.lam_set is not None
 
-    def draw(self, B, method, need_W=True):
+    def draw(self, B: int, method: str,
+             need_W: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """Return ``(C, xq, target, W)`` with the batch axis first; ``W`` is None unless ``need_W``.
 
         ``method`` is ``"statistics"`` (virtual tokens) or ``"tokens"`` (real tokens).  Same
         random stream as :meth:`draw_raw`.
+
+        Parameters
+        ----------
+        B : int
+            Number of prompts.
+        method : {"statistics", "tokens"}
+        need_W : bool
+            Form the task matrices (``W`` is None otherwise, when the tasks share the basis).
+
+        Returns
+        -------
+        C : ndarray, shape (B, m, 2d)
+            Context rows.
+        xq : ndarray, shape (B, d)
+            Queries.
+        target : ndarray, shape (B, d)
+            ``W x_q``.
+        W : ndarray, shape (B, d, d), or None
         """
         if method not in ("statistics", "tokens"):
             raise ValueError(f"method must be 'statistics' or 'tokens', got {method!r}")
@@ -169,7 +206,8 @@ class PromptSampler:
         return C, Q[:, 0], Q[:, 1], W
 
 
-def sample_prompts(config, B, rng, tasks=None):
+def sample_prompts(config: DataConfig, B: int, rng: np.random.Generator,
+                   tasks: ArrayLike | None = None) -> PromptBatch:
     """Draw ``B`` prompts token by token (paper eq. 4; book chapter 1, 'The data model').
 
     Parameters
@@ -192,7 +230,8 @@ def sample_prompts(config, B, rng, tasks=None):
     return PromptBatch(C=C, xq=xq, W=W)
 
 
-def sample_statistics(config, B, rng, tasks=None):
+def sample_statistics(config: DataConfig, B: int, rng: np.random.Generator,
+                      tasks: ArrayLike | None = None) -> ContextStatistics:
     """Draw ``B`` prompts' sufficient statistics exactly.
 
     ``N Sigma_hat ~ Wishart_d(N, Sigma_x)`` is drawn by the Bartlett decomposition: with

@@ -8,6 +8,7 @@ a fresh task for every prompt (``P = None``, drawn by the samplers).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..validation import check_array, check_generator, check_instance
 from .config import DataConfig
@@ -15,7 +16,7 @@ from .config import DataConfig
 __all__ = ["task_matrices", "sample_task_set", "task_set_eigenvalues"]
 
 
-def task_matrices(lam, U):
+def task_matrices(lam: np.ndarray, U: np.ndarray | None) -> np.ndarray:
     """``U diag(lam) U^T`` for every row of ``lam``.
 
     Parameters
@@ -39,7 +40,7 @@ def task_matrices(lam, U):
     return 0.5 * (W + np.swapaxes(W, -1, -2))
 
 
-def sample_task_set(config, rng):
+def sample_task_set(config: DataConfig, rng: np.random.Generator) -> np.ndarray:
     """Draw the ``P`` training tasks ``W^mu = U diag(lambda^mu) U^T``, ``lambda ~ N(0, 1)``.
 
     Book chapter 1, 'The data model'.  Requires ``config.P`` to be set.
@@ -63,7 +64,8 @@ def sample_task_set(config, rng):
     return task_matrices(rng.standard_normal((config.P, config.d)), config.U)
 
 
-def task_set_eigenvalues(config, tasks):
+def task_set_eigenvalues(config: DataConfig,
+                         tasks: ArrayLike) -> tuple[np.ndarray, np.ndarray | None]:
     """Validate a task set against ``config``; return ``(tasks, eigenvalues or None)``.
 
     The eigenvalues ``(P, d)`` are returned when every task is ``U diag(lambda) U^T`` in the
@@ -75,6 +77,13 @@ def task_set_eigenvalues(config, tasks):
     config : DataConfig
     tasks : array_like, shape (P, d, d)
         ``P`` must match ``config.P`` when that is set.
+
+    Returns
+    -------
+    tasks : ndarray, shape (P, d, d)
+        The validated task set, float64.
+    eigenvalues : ndarray, shape (P, d), or None
+        Each task's eigenvalues in the config's basis, or None when the tasks do not share it.
     """
     d = config.d
     tasks = check_array("tasks", tasks)

@@ -28,8 +28,20 @@ __all__ = ["ERLANG_MAX_DOF", "upper_count", "normal_count", "bartlett_factor", "
 ERLANG_MAX_DOF = 16
 
 
-def upper_count(N, D):
-    """Number of strictly-upper entries of the ``min(N, D) x D`` Bartlett factor."""
+def upper_count(N: int, D: int) -> int:
+    """Number of strictly-upper entries of the ``min(N, D) x D`` Bartlett factor.
+
+    Parameters
+    ----------
+    N : int
+        Degrees of freedom (the context length).
+    D : int
+        Dimension.
+
+    Returns
+    -------
+    int
+    """
     m = min(N, D)
     return m * (D - 1) - m * (m - 1) // 2
 
@@ -56,11 +68,22 @@ def _plan(N, D):
     }
 
 
-def normal_count(N, D):
+def normal_count(N: int, D: int) -> int:
     """Standard normals per factor used by :func:`bartlett_factor`.
 
     :func:`upper_count`, plus one for every diagonal entry with an odd number of degrees of
     freedom up to ``ERLANG_MAX_DOF``.
+
+    Parameters
+    ----------
+    N : int
+        Degrees of freedom (the context length).
+    D : int
+        Dimension.
+
+    Returns
+    -------
+    int
     """
     return _plan(N, D)["normals"]
 
@@ -93,7 +116,9 @@ def _chi_square_diagonal(rng, plan, z_odd, out):
     return out
 
 
-def bartlett_factor(rng, N, D, B, *, normals=None, out=None, scratch=None):
+def bartlett_factor(rng: np.random.Generator, N: int, D: int, B: int, *,
+                    normals: np.ndarray | None = None, out: np.ndarray | None = None,
+                    scratch: np.ndarray | None = None) -> np.ndarray:
     """``G`` (m, D, B), ``m = min(N, D)``, with ``G[..., b]^T G[..., b] ~ Wishart_D(N, I)``.
 
     ``G`` is upper trapezoidal: ``G_jj = sqrt(chi^2_{N-j})`` (0-indexed ``j``), ``G_jk``
@@ -140,7 +165,7 @@ def bartlett_factor(rng, N, D, B, *, normals=None, out=None, scratch=None):
     return out
 
 
-def wishart_factor(d, N, B, rng):
+def wishart_factor(d: int, N: int, B: int, rng: np.random.Generator) -> np.ndarray:
     """Upper-trapezoidal ``G`` (B, min(N, d), d) with ``G^T G ~ Wishart_d(N, I)``.
 
     The generalised Bartlett decomposition used by :func:`icllib.data.sample_statistics`,

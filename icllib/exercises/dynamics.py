@@ -77,8 +77,8 @@ def _separation_times(s, N, eta, a0, delta):
     start = np.full(s.size, np.sqrt(a0))
     t_end = 4 * tau(s.min(), eta) * np.log(np.e / a0)
     t = np.concatenate([[0.0], np.geomspace(1e-2, t_end, 20_000)])
-    gap = np.abs(exact_mean_flow(start, start, s, N, t, eta=eta).a
-                 - decoupled_flow(start, start, s, N, t, eta=eta).a)
+    gap = np.abs(exact_mean_flow(t, start, start, s, N, eta=eta).a
+                 - decoupled_flow(t, start, start, s, N, eta=eta).a)
     return np.atleast_1d(first_crossing(t, gap / exact_fixed_point(s, N), delta))
 
 

@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..validation import check_int
+from ..validation import check_array, check_int, check_spectrum
 from .core import CheckResult, check_function
 
-__all__ = ["check_task_set_fixed_point", "check_manifold_preserving_set"]
+__all__ = ["check_task_set_fixed_point", "check_manifold_preserving_set", "two_order_loss",
+           "check_two_order_rule"]
 
 #: "every mode used" in :func:`check_manifold_preserving_set`: each mode's second moment above
 #: this share of the modes' mean (a mode scaled down by 1e-3 has a share near 1e-6).  It is
@@ -70,7 +71,7 @@ def check_manifold_preserving_set(candidate: Callable, *, trials: int = 20,
     from ..train.task_fitting import q2_drive, task_third_moments
 
     if not callable(candidate):
-        raise ValueError(f"candidate must be a function, got {type(candidate).__name__}")
+        raise TypeError(f"candidate must be a function, got {type(candidate).__name__}")
     trials = check_int("trials", trials, 1)
     rng = np.random.default_rng(seed)
     name = getattr(candidate, "__name__", "your function")
@@ -115,3 +116,110 @@ def check_manifold_preserving_set(candidate: Callable, *, trials: int = 20,
         return verdict(False, trials, f"the q2 drive at a manifold point is {g_q2:.2g}, not 0")
     return verdict(True, trials, f"{trials} random task sets, none drives p1 or q2 off the "
                                  f"reduced manifold")
+
+
+def two_order_loss(A, B, C, D, s, N, lam) -> np.ndarray:
+    """Exact expected loss of the task-linear rule with both orders of ``W`` and ``Sigma_hat``.
+
+    The rule is ``y_hat = A W Sigma_hat B x_q + C Sigma_hat W D x_q`` with ``W = diag(lam)``
+    (the eigenbasis of ``Sigma_x = diag(s)``), the model's two in-context pathways
+    ``p2 W Sigma_hat q1 + p1 Sigma_hat W q2`` without the cross pathways that come with them in
+    the full model.  Book chapter 5b, exercise ``ch5b-ex3``.  The loss
+    ``1/2 E |y_hat - W x_q|^2`` is averaged exactly over the context (``N`` Gaussian inputs)
+    and the query, for the task ``lam``: the bias ``|(L(S) - W) S^{1/2}|_F^2`` of the rule's
+    mean ``L(S)`` plus the variance from
+    ``Cov(Sigma_hat_ij, Sigma_hat_kl) = (S_ik S_jl + S_il S_jk) / N``.
+
+    Parameters
+    ----------
+    A, B, C, D : array_like, shape (d, d)
+    s : array_like, shape (d,)
+        The spectrum.
+    N : int
+        Context length.
+    lam : array_like, shape (..., d)
+        The task's eigenvalues; leading axes give one loss per task.  The loss is a quadratic
+        form in ``lam``, so its mean over fresh tasks ``lam ~ N(0, I)`` is
+        ``two_order_loss(A, B, C, D, s, N, np.eye(d)).sum()``.
+
+    Returns
+    -------
+    ndarray, shape (...)
+    """
+    s = check_spectrum("s", s)
+    d = s.size
+    A, B, C, D = (check_array(name, M, (d, d)) for name, M in zip("ABCD", (A, B, C, D)))
+    N = check_int("N", N, 1)
+    lam = check_array("lam", lam, (..., d))
+    W = lam[..., :, None] * np.eye(d)
+    root = np.sqrt(s)
+    mean_rule = A @ W @ np.diag(s) @ B + C @ np.diag(s) @ W @ D
+    bias = np.sum(((mean_rule - W) * root) ** 2, axis=(-1, -2))
+    # G[i, j] = L(E_ij) S^{1/2}, the rule's response to the context entry (i, j)
+    G = (np.einsum("...ai,jb->...ijab", A @ W, B * root)
+         + np.einsum("ai,...jb->...ijab", C, (W @ D) * root))
+    gram = np.einsum("...ijab,...klab->...ijkl", G, G)
+    ss = s[:, None] * s[None, :]
+    var = np.sum(ss * (np.einsum("...ijij->...ij", gram) + np.einsum("...ijji->...ij", gram)),
+                 axis=(-1, -2)) / N
+    return 0.5 * (bias + var)
+
+
+def _sample_one_task(rng):
+    """``d`` in ``2..5``, ``s`` log-uniform in ``[0.2, 4]``, ``N`` in ``5..40``, one task."""
+    d = int(rng.integers(2, 6))
+    return (np.exp(rng.uniform(np.log(0.2), np.log(4.0), d)), int(rng.integers(5, 41)),
+            rng.standard_normal(d))
+
+
+#: how far below the reduced rule's floor ``l*_P`` a two-order rule must reach to pass
+#: :func:`check_two_order_rule` (the reference solution reaches 12-36 % below it)
+TWO_ORDER_MARGIN = 0.05
+
+
+def check_two_order_rule(candidate: Callable, *, trials: int = 8, seed: int = 0) -> CheckResult:
+    """Check ``candidate(s, N, lam) -> (A, B, C, D)``: a task-linear rule that fits one task.
+
+    Book chapter 5b, exercise ``ch5b-ex3``.  For random ``d`` in ``2..5``, spectra, ``N`` in
+    ``5..40`` and one task ``lam``, the rule ``A W Sigma_hat B + C Sigma_hat W D`` must reach a
+    training loss (:func:`two_order_loss` on that task) at least :data:`TWO_ORDER_MARGIN` below
+    the reduced rule's floor on the set ``{lam}``,
+    ``l*_P`` (:func:`icllib.train.finite_tasks.task_set_floor` with ``m = lam^2``), which no
+    rule ``p2 W Sigma_hat q1`` on the reduced manifold goes below.
+    """
+    from ..train.finite_tasks import task_set_floor
+
+    if not callable(candidate):
+        raise TypeError(f"candidate must be a function, got {type(candidate).__name__}")
+    trials = check_int("trials", trials, 1)
+    rng = np.random.default_rng(seed)
+    name = getattr(candidate, "__name__", "your function")
+
+    def verdict(passed, n, text):
+        msg = ("PASSED " if passed else "FAILED ") + f"{name}: " + text
+        print(msg)
+        return CheckResult(passed, name, n, float("nan") if not passed else 0.0, msg)
+
+    worst = 0.0
+    for trial in range(1, trials + 1):
+        s, N, lam = _sample_one_task(rng)
+        where = f"trial {trial} (d = {s.size}, N = {N})"
+        try:
+            out = candidate(s.copy(), N, lam.copy())
+        except NotImplementedError:
+            return verdict(False, trial, "not written yet (NotImplementedError)")
+        try:
+            A, B, C, D = (np.asarray(M, dtype=float) for M in out)
+            loss = float(two_order_loss(A, B, C, D, s, N, lam))
+        except (TypeError, ValueError) as exc:
+            return verdict(False, trial, f"{where}: expected four {s.size} x {s.size} "
+                                         f"matrices (A, B, C, D): {exc}")
+        floor = float(task_set_floor(s, N, lam ** 2))
+        worst = max(worst, loss / floor)
+        if loss > (1 - TWO_ORDER_MARGIN) * floor:
+            return verdict(False, trial, f"{where}: training loss {loss:.4g}, not "
+                                         f"{100 * TWO_ORDER_MARGIN:g} % below the reduced "
+                                         f"rule's floor {floor:.4g}")
+    return verdict(True, trials, f"on {trials} random tasks the training loss is at most "
+                                 f"{100 * worst:.0f} % of the reduced rule's floor")
+

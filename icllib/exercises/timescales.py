@@ -99,7 +99,7 @@ def slow_mode_lag(s, N: int = 10, eta: float = 0.01, a0: float = 1e-4) -> float:
     paper = half_rise_time(a0, s, N, eta)[slowest]
     t = np.concatenate([[0.0], np.geomspace(1e-3 * paper, 40.0 * paper, 6000)])
     start = np.full(s.size, np.sqrt(a0))
-    a = exact_mean_flow(start, start, s, N, t, eta=eta).a[:, slowest]
+    a = exact_mean_flow(t, start, start, s, N, eta=eta).a[:, slowest]
     exact = first_crossing(t, a, a_star / 2)
     return float("inf") if np.isnan(exact) else float(exact / paper)
 

@@ -11,6 +11,7 @@ r"""Fixed points of the mode dynamics and the saddle at the origin (book chapter
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
 from ..validation import check_int, check_real, check_spectrum
@@ -20,10 +21,17 @@ from .timescales import tau
 __all__ = ["paper_fixed_point", "exact_fixed_point", "exact_fixed_point_pq", "saddle_eigenvalues"]
 
 
-def paper_fixed_point(s, N):
+def paper_fixed_point(s: ArrayLike, N: int) -> np.ndarray:
     r"""The paper's fixed-point products ``a_a = p_a q_a = 1 / s_inf_a`` (paper eq. 11).
 
     Matrix form ``p2 q1 = s_inf(S)^{-1}``; a hyperbola in each ``(p_a, q_a)`` plane.
+
+    Parameters
+    ----------
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+    N : int
+        Context length, ``>= 1``.
 
     Returns
     -------
@@ -47,7 +55,7 @@ def _exact_active_set(s, N):
     return active, csum[k_active - 1], k_active
 
 
-def exact_fixed_point(s, N):
+def exact_fixed_point(s: ArrayLike, N: int) -> np.ndarray:
     r"""Products ``a*_a = p_a q_a`` at the minimum of the exact mean loss (book chapter 3).
 
     Minimising :func:`exact_loss` over ``p, q`` with ``a = p q`` fixed gives, by
@@ -65,6 +73,13 @@ def exact_fixed_point(s, N):
     spectrum switches the weakest modes off (``s = (4, 2, 1, 0.5)`` at ``N = 1`` already
     does: ``a*_4 = 0``).
 
+    Parameters
+    ----------
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+    N : int
+        Context length, ``>= 1``.
+
     Returns
     -------
     ndarray, shape (d,)
@@ -76,7 +91,8 @@ def exact_fixed_point(s, N):
     return np.where(active, a, 0.0)
 
 
-def exact_fixed_point_pq(s, N, C=0.0):
+def exact_fixed_point_pq(s: ArrayLike, N: int,
+                         C: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     r"""The minimiser ``(p, q)`` of the exact loss on the manifold ``sum p^2 - q^2 = C``.
 
     The minima of :func:`exact_loss` form the curve ``p_a = sqrt(a*_a) (c s_a)^{1/4}``,
@@ -91,7 +107,9 @@ def exact_fixed_point_pq(s, N, C=0.0):
     Parameters
     ----------
     s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
     N : int
+        Context length, ``>= 1``.
     C : float
         The conserved ``sum_a p_a^2 - q_a^2`` of the start.
 
@@ -117,12 +135,22 @@ def exact_fixed_point_pq(s, N, C=0.0):
     return np.sqrt(a) * g4, np.sqrt(a) / g4
 
 
-def saddle_eigenvalues(s, eta, *, P=None, convention="steps"):
+def saddle_eigenvalues(s: ArrayLike, eta: float, *, P: int | None = None,
+                       convention: str = "steps") -> np.ndarray:
     r"""Eigenvalues of the linearised flow at ``(p, q) = (0, 0)`` (book chapter 3).
 
     Each mode's Jacobian is ``[[0, 1], [1, 0]] / tau_a``, with eigenvalue ``+1/tau_a``
     along ``p = q`` (unstable) and ``-1/tau_a`` along ``p = -q`` (stable).  The same holds
     for the exact mean flow (its coupling terms are cubic).
+
+    Parameters
+    ----------
+    s : array_like
+        Eigenvalues (any shape; positive, finite).
+    eta : float
+        Learning rate, ``> 0``.
+    P, convention
+        Time convention, see :func:`icllib.theory.tau`.
 
     Returns
     -------

@@ -15,6 +15,7 @@ r"""Losses of the reduced model as functions of the modes, and their floors (boo
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..validation import check_array, check_int, check_modes, check_spectrum
 from .fixed_points import exact_fixed_point
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-def paper_loss(a, s, N):
+def paper_loss(a: ArrayLike, s: ArrayLike, N: int) -> np.ndarray:
     r"""The paper's mean loss as a function of the mode products (paper eq. 14).
 
     ``L = 1/2 sum_a s_a (1 - 2 s_a a_a + s_a s_inf_a a_a^2)`` (book chapter 5, 'The loss as a
@@ -48,7 +49,9 @@ def paper_loss(a, s, N):
     a : array_like, shape (..., d)
         Products ``p_a q_a``; leading axes (e.g. time) are kept.
     s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
     N : int
+        Context length, ``>= 1``.
 
     Returns
     -------
@@ -60,10 +63,20 @@ def paper_loss(a, s, N):
     return 0.5 * np.sum(s * (1.0 - 2.0 * s * a + s * k * a * a), axis=-1)
 
 
-def paper_loss_grad(p, q, s, N):
+def paper_loss_grad(p: ArrayLike, q: ArrayLike, s: ArrayLike,
+                    N: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Gradient ``(dL/dp, dL/dq)`` of :func:`paper_loss` at ``a = p q``.
 
     ``dL/dp_a = -s_a^2 q_a (1 - s_inf_a a_a)``, ``dL/dq_a = -s_a^2 p_a (1 - s_inf_a a_a)``.
+
+    Parameters
+    ----------
+    p, q : array_like, shape (..., d)
+        Mode amplitudes of ``p2`` and ``q1``.
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+    N : int
+        Context length, ``>= 1``.
 
     Returns
     -------
@@ -76,7 +89,7 @@ def paper_loss_grad(p, q, s, N):
     return f * q, f * p
 
 
-def exact_loss(p, q, s, N):
+def exact_loss(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int) -> np.ndarray:
     r"""Exact task- and data-averaged loss of the reduced model (book chapter 2).
 
     ``l = 1/2 sum_a [s_a - 2 s_a^2 a_a + ((N+1)/N) s_a^3 a_a^2]``
@@ -89,8 +102,11 @@ def exact_loss(p, q, s, N):
     Parameters
     ----------
     p, q : array_like, shape (..., d)
+        Mode amplitudes of ``p2`` and ``q1``.
     s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
     N : int
+        Context length, ``>= 1``.
 
     Returns
     -------
@@ -106,11 +122,21 @@ def exact_loss(p, q, s, N):
     return diag + cross
 
 
-def exact_loss_grad(p, q, s, N):
+def exact_loss_grad(p: ArrayLike, q: ArrayLike, s: ArrayLike,
+                    N: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Gradient ``(dl/dp, dl/dq)`` of :func:`exact_loss` (book chapter 2).
 
     ``dl/dp_a = -s_a^2 q_a + ((N+1)/N) s_a^3 a_a q_a + (1/N) s_a p_a sum_b s_b^2 q_b^2``,
     ``dl/dq_a = -s_a^2 p_a + ((N+1)/N) s_a^3 a_a p_a + (1/N) s_a^2 q_a sum_b s_b p_b^2``.
+
+    Parameters
+    ----------
+    p, q : array_like, shape (..., d)
+        Mode amplitudes of ``p2`` and ``q1``.
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+    N : int
+        Context length, ``>= 1``.
 
     Returns
     -------
@@ -127,17 +153,28 @@ def exact_loss_grad(p, q, s, N):
     return common * q + s * p * Qs / N, common * p + s ** 2 * q * Ps / N
 
 
-def converged_loss(s, N):
+def converged_loss(s: ArrayLike, N: int) -> float:
     r"""The paper's loss at its fixed point, ``L_inf = 1/2 sum_a s_a (1 - s_a / s_inf_a)``.
 
     :func:`paper_loss` at ``a = 1/s_inf`` (book chapter 5, 'The floor').  Positive for finite
     ``N`` (the context estimate ``Sigma_hat`` is noisy), ``-> 0`` as ``N -> infinity``.
+
+    Parameters
+    ----------
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+    N : int
+        Context length, ``>= 1``.
+
+    Returns
+    -------
+    float
     """
     s = check_spectrum("s", s)
     return 0.5 * float(np.sum(s * (1.0 - s / s_inf(s, N))))
 
 
-def exact_converged_loss(s, N):
+def exact_converged_loss(s: ArrayLike, N: int) -> float:
     r"""Minimum of :func:`exact_loss` (book chapter 5, 'The floor').
 
     At the minimiser (:func:`exact_fixed_point`) the stationarity conditions reduce the
@@ -151,6 +188,17 @@ def exact_converged_loss(s, N):
     paper's value is the larger at large ``N`` (by 11 % for ``s = (4, 2, 1, 0.5)``).
     Computed here as ``1/2 sum_a [s_a - 2 s_a^2 a*_a + ((N+1)/N) s_a^3 a*_a^2]
     + (1/(2N)) (sum_a s_a^{3/2} a*_a)^2``, valid for any active set.
+
+    Parameters
+    ----------
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+    N : int
+        Context length, ``>= 1``.
+
+    Returns
+    -------
+    float
     """
     s = check_spectrum("s", s)
     N = check_int("N", N, 1)
@@ -160,7 +208,7 @@ def exact_converged_loss(s, N):
     return float(diag + cross)
 
 
-def exact_floor_active_set(s, N):
+def exact_floor_active_set(s: ArrayLike, N: int) -> float:
     r"""Closed form of :func:`exact_converged_loss` for any active set (book chapter 5).
 
     With ``A`` the modes the exact minimiser keeps (:func:`exact_fixed_point`, water-filling),
@@ -169,6 +217,17 @@ def exact_floor_active_set(s, N):
     ``l* = 1/2 [Tr S - (N/(N+1)) (T_A - R_A^2 / (N+1+|A|))]``;
 
     with every mode active this is the closed form of book chapter 5, 'The floor'.
+
+    Parameters
+    ----------
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+    N : int
+        Context length, ``>= 1``.
+
+    Returns
+    -------
+    float
     """
     s = check_spectrum("s", s)
     N = check_int("N", N, 1)
@@ -178,7 +237,7 @@ def exact_floor_active_set(s, N):
     return 0.5 * float(s.sum() - N / (N + 1) * (T_A - R_A ** 2 / (N + 1 + k)))
 
 
-def coinciding_floors_ratio(N, m_large, m_small):
+def coinciding_floors_ratio(N: int, m_large: int, m_small: int) -> float:
     r"""Spectra on which the paper's floor is exact at finite ``N`` (book chapter 5).
 
     :func:`converged_loss` equals :func:`exact_converged_loss` iff ``a* = 1/s_inf`` in every
@@ -186,6 +245,18 @@ def coinciding_floors_ratio(N, m_large, m_small):
     times ``s_large`` and ``m_small`` times ``s_small``, whose square-root ratio
     ``r = sqrt(s_large / s_small) > 1`` solves ``m_large r^2 - (N+1) r + m_small = 0``.
     Returns ``s_large / s_small = r^2`` (e.g. ``6.854`` for ``N = 2``, one mode each).
+
+    Parameters
+    ----------
+    N : int
+        Context length, ``>= 1``.
+    m_large, m_small : int
+        Multiplicities of the larger and the smaller eigenvalue, ``>= 1``.
+
+    Returns
+    -------
+    float
+        ``s_large / s_small``.
 
     Raises
     ------
@@ -201,7 +272,7 @@ def coinciding_floors_ratio(N, m_large, m_small):
     return float(r * r)
 
 
-def plateau_levels(s, N, *, theory="exact"):
+def plateau_levels(s: ArrayLike, N: int, *, theory: str = "exact") -> np.ndarray:
     r"""Loss on each plateau of a staged run: after the ``k`` largest modes are learned.
 
     Returns ``levels[k]``, ``k = 0..d`` (book chapter 5, 'Plateaus and cliffs'):
@@ -213,6 +284,19 @@ def plateau_levels(s, N, *, theory="exact"):
       ``1/2 sum_{b>k} s_b + exact_converged_loss(s[:k], N)``.
 
     ``s`` must be sorted, largest first (the order in which the modes are learned).
+
+    Parameters
+    ----------
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite), largest first.
+    N : int
+        Context length, ``>= 1``.
+    theory : {"exact", "paper"}
+        Which loss the plateaus are levels of.
+
+    Returns
+    -------
+    ndarray, shape (d + 1,)
     """
     s = check_spectrum("s", s)
     N = check_int("N", N, 1)
@@ -228,13 +312,23 @@ def plateau_levels(s, N, *, theory="exact"):
                      for k in range(d + 1)])
 
 
-def initial_loss(s):
-    r"""Loss at ``p = q = 0`` (prediction 0): ``Tr S / 2`` (book chapter 5)."""
+def initial_loss(s: ArrayLike) -> float:
+    r"""Loss at ``p = q = 0`` (prediction 0): ``Tr S / 2`` (book chapter 5).
+
+    Parameters
+    ----------
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+
+    Returns
+    -------
+    float
+    """
     s = check_spectrum("s", s)
     return 0.5 * float(np.sum(s))
 
 
-def floor_gap_limit(s):
+def floor_gap_limit(s: ArrayLike) -> float:
     r"""Large-``N`` limit of ``N (L_inf - l*)``: ``1/2 (d Tr S - (sum_a sqrt(s_a))^2)`` (ch. 1).
 
     ``N`` times :func:`converged_loss` tends to ``(d+1) Tr S / 2`` and ``N`` times
@@ -242,12 +336,22 @@ def floor_gap_limit(s):
     much lower: the exact floor'), so the paper's floor exceeds the exact one by this amount
     over ``N``: a gap of order ``1/N``, the same order as the floors.  Non-negative by
     Cauchy-Schwarz, zero iff ``S`` is isotropic.
+
+    Parameters
+    ----------
+    s : array_like, shape (d,)
+        Eigenvalues of ``Sigma_x`` (positive, finite).
+
+    Returns
+    -------
+    float
     """
     s = check_spectrum("s", s)
     return 0.5 * float(s.size * s.sum() - np.sqrt(s).sum() ** 2)
 
 
-def prediction_at_convergence(W, Sigma_hat, xq, Sigma_x, N):
+def prediction_at_convergence(W: ArrayLike, Sigma_hat: ArrayLike, xq: ArrayLike,
+                              Sigma_x: ArrayLike, N: int) -> np.ndarray:
     r"""Prediction at the paper's fixed point (paper eq. 11; book chapter 3).
 
     ``y_hat = W Sigma_hat [((N+1)/N) Sigma_x + (Tr Sigma_x / N) I]^{-1} x_q``: one

@@ -6,12 +6,15 @@ eq. 11), the time scales and trajectories (eqs. 12-13) and the losses (eq. 14).
 
 from __future__ import annotations
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from ..validation import check_int, check_spectrum
 
 __all__ = ["s_inf"]
 
 
-def s_inf(s, N):
+def s_inf(s: ArrayLike, N: int) -> np.ndarray:
     r"""Per-mode effective variance ``s_inf_a = ((N+1) s_a + Tr S) / N``.
 
     The eigenvalues of ``E[Sigma_hat^2] S^{-1} = ((N+1)/N) S + (Tr S / N) I``

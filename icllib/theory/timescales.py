@@ -20,6 +20,7 @@ The plateau of an unbalanced start (:func:`plateau_length`) and the discrete-ste
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..validation import (
     check_array,
@@ -49,7 +50,8 @@ def _time_factor(convention, P):
     return check_int("P", P, 1)
 
 
-def tau(s, eta, P=None, convention="steps"):
+def tau(s: ArrayLike, eta: float, P: int | None = None,
+        convention: str = "steps") -> np.ndarray:
     r"""Time constant of each mode, ``tau_a = 1 / (eta s_a^2)`` (paper eq. 12).
 
     Parameters
@@ -76,7 +78,8 @@ def tau(s, eta, P=None, convention="steps"):
     return 1.0 / (eta * P * s ** 2)
 
 
-def logistic_a(t, a0, s, N, eta, *, P=None, convention="steps"):
+def logistic_a(t: ArrayLike, a0: ArrayLike, s: ArrayLike, N: int, eta: float, *,
+               P: int | None = None, convention: str = "steps") -> np.ndarray:
     r"""Logistic solution of the decoupled dynamics from a balanced start (paper eq. 13).
 
     For ``p_a(0) = q_a(0)`` (so ``C_a = p_a^2 - q_a^2 = 0`` and ``a_a = p_a^2 > 0``) the mode
@@ -144,7 +147,8 @@ def _riccati_attractor(z0, zp, zm, lam, t):
     return np.where(near, z_near, z_far)
 
 
-def unbalanced_a(t, a0, C, s, N, eta, *, P=None, convention="steps"):
+def unbalanced_a(t: ArrayLike, a0: ArrayLike, C: ArrayLike, s: ArrayLike, N: int, eta: float,
+                 *, P: int | None = None, convention: str = "steps") -> np.ndarray:
     r"""Exact solution of the decoupled dynamics of one mode from any start (book chapter 4).
 
     Each mode of the paper's eq. 12 conserves ``C_a = p_a^2 - q_a^2`` and its product ``a = p q``
@@ -219,7 +223,8 @@ def unbalanced_a(t, a0, C, s, N, eta, *, P=None, convention="steps"):
     return out
 
 
-def escape_time(a0, s, N, eta, *, P=None, convention="steps"):
+def escape_time(a0: ArrayLike, s: ArrayLike, N: int, eta: float, *, P: int | None = None,
+                convention: str = "steps") -> np.ndarray:
     r"""Escape time from a small balanced start ``a0`` (book chapter 4).
 
     ``t*_a = (tau_a / 2) ln(1 / (s_inf_a a0)) = (tau_a/2) ln(a_inf / a0)``, the leading
@@ -248,7 +253,8 @@ def escape_time(a0, s, N, eta, *, P=None, convention="steps"):
     return 0.5 * tau(s, eta, P, convention) * np.log(1.0 / (k * a0))
 
 
-def half_rise_time(a0, s, N, eta, *, P=None, convention="steps"):
+def half_rise_time(a0: ArrayLike, s: ArrayLike, N: int, eta: float, *, P: int | None = None,
+                   convention: str = "steps") -> np.ndarray:
     r"""Exact time at which the logistic solution reaches half its final value.
 
     From :func:`logistic_a`, ``a(t) = a_inf / 2`` exactly at
@@ -278,7 +284,8 @@ def half_rise_time(a0, s, N, eta, *, P=None, convention="steps"):
     return 0.5 * tau(s, eta, P, convention) * np.log((ainf - a0) / a0)
 
 
-def plateau_length(p0, q0, s, N, eta, *, P=None, convention="steps"):
+def plateau_length(p0: ArrayLike, q0: ArrayLike, s: ArrayLike, N: int, eta: float, *,
+                   P: int | None = None, convention: str = "steps") -> np.ndarray:
     r"""Plateau length of a small start ``(p0, q0)``, balanced or not (book chapter 4).
 
     Near the saddle (``s_inf a << 1``) the decoupled mode equations (paper eq. 12) give
@@ -320,7 +327,7 @@ def plateau_length(p0, q0, s, N, eta, *, P=None, convention="steps"):
     return 0.5 * tau(s, eta, P, convention) * np.log(4.0 / (k * X0))
 
 
-def discrete_step_factor(s, eta):
+def discrete_step_factor(s: ArrayLike, eta: float) -> np.ndarray:
     r"""SGD steps per step of flow time on a plateau: ``eta s^2 / ln(1 + eta s^2)`` (chapter 4).
 
     Near the saddle one gradient step multiplies ``p + q`` by ``1 + eta s^2``, the flow over

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 
 from ..data import DataConfig, sample_statistics
@@ -120,12 +121,21 @@ def task_set_loss(p, q, s, N, m):
     return 0.5 * np.sum(m * per_mode, axis=-1)
 
 
-def task_set_velocity(p, q, s, N, m, *, eta=1.0):
+def task_set_velocity(p: ArrayLike, q: ArrayLike, s: ArrayLike, N: int, m: ArrayLike, *,
+                      eta: float) -> tuple[np.ndarray, np.ndarray]:
     r"""``-eta`` times the gradient of :func:`task_set_loss` (chapter 5b, ``ch5b-flow``).
 
     ``tau_a dp_a/dt = m_a [q_a - p_a (((N+1)/N) s_a q_a^2 + Q / (N s_a))]``,
     ``tau_a dq_a/dt = m_a p_a - q_a (((N+1)/N) m_a s_a p_a^2 + P_m / N)``,
     ``Q = sum_b s_b^2 q_b^2``, ``P_m = sum_b m_b s_b p_b^2``, ``tau_a = 1/(eta s_a^2)`` steps.
+
+    Parameters
+    ----------
+    p, q : array_like, shape (..., d)
+        Mode amplitudes of ``p2`` and ``q1``.
+    s, N, m : as in :func:`task_set_loss`
+    eta : float
+        Learning rate, ``> 0`` (keyword, required: it sets the time scale).
 
     Returns
     -------
@@ -170,18 +180,25 @@ class TaskSetFlow:
     test_loss: np.ndarray
 
 
-def task_set_flow(p0, q0, s, N, m, t, *, eta=1.0, rtol=1e-10, atol=1e-13):
+def task_set_flow(t: ArrayLike, p0: ArrayLike, q0: ArrayLike, s: ArrayLike, N: int,
+                  m: ArrayLike, *, eta: float, rtol: float = 1e-10,
+                  atol: float = 1e-13) -> TaskSetFlow:
     r"""Integrate the task-set mean flow (chapter 5b, ``ch5b-flow``) on the grid ``t``.
 
-    ``t`` in SGD steps; LSODA (the flow is stiff once the fast modes have converged).
+    ``t`` in SGD steps; LSODA (the flow is stiff once the fast modes have converged).  The
+    arguments come in the order of :func:`icllib.flows.exact_mean_flow` (times first), with
+    the task set's second moments ``m`` after ``N``.
 
     Parameters
     ----------
-    p0, q0 : array_like, shape (d,)
-    s, N, m : as in :func:`task_set_loss`
     t : array_like, shape (T,)
         Increasing times starting at 0.
+    p0, q0 : array_like, shape (d,)
+    s, N, m : as in :func:`task_set_loss`
     eta : float
+        Learning rate, ``> 0`` (keyword, required: it sets the time scale).
+    rtol, atol : float
+        ``solve_ivp`` tolerances.
 
     Returns
     -------

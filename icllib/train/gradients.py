@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.batches import ContextStatistics, PromptBatch
 from ..data.gram_actions import GramActions
 from ..model import Params
 from ..validation import check_instance
@@ -28,7 +29,8 @@ from ..validation import check_instance
 __all__ = ["loss_and_grads", "block_grads", "WhitenedGradients"]
 
 
-def block_grads(WPy, WQx, C, xq, target, N):
+def block_grads(WPy: np.ndarray, WQx: np.ndarray, C: np.ndarray, xq: np.ndarray,
+                target: np.ndarray, N: int) -> tuple[float, np.ndarray, np.ndarray]:
     """Batch-mean loss and gradients w.r.t. ``W^P_y`` (d x 2d) and ``W^Q_{:,x}`` (2d x d).
 
     Parameters
@@ -101,7 +103,7 @@ class WhitenedGradients:
     :meth:`~GramActions.second` (``sampler="actions"`` of :func:`icllib.train.train_sgd`).
     """
 
-    def __init__(self, sqrt_s, noise, N, B):
+    def __init__(self, sqrt_s: np.ndarray, noise: float, N: int, B: int) -> None:
         d = sqrt_s.size
         self.d, self.B, self.noise, self.N = d, B, float(noise), N
         self.root = np.ascontiguousarray(sqrt_s[:, None])
@@ -147,7 +149,29 @@ class WhitenedGradients:
         ax += self.tmp  # + x_q (x_q . k_x) / N
         return out
 
-    def __call__(self, WPy, WQx, G, lam, gq):
+    def __call__(self, WPy: np.ndarray, WQx: np.ndarray, G: np.ndarray | GramActions,
+                 lam: np.ndarray, gq: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Batch-mean loss and gradients, as :func:`block_grads` returns them.
+
+        Parameters
+        ----------
+        WPy : ndarray, shape (d, 2d)
+            ``W^P_y`` in the eigenbasis.
+        WQx : ndarray, shape (2d, d)
+            ``W^Q_{:,x}`` in the eigenbasis.
+        G : ndarray, shape (m, D, B), or GramActions
+            Whitened context rows (or the drawn actions of their Gram matrix).
+        lam : ndarray, shape (d, B)
+            Task eigenvalues.
+        gq : ndarray, shape (d, B)
+            Whitened queries.
+
+        Returns
+        -------
+        loss : float
+        gP : ndarray, shape (d, 2d)
+        gQ : ndarray, shape (2d, d)
+        """
         B = self.B
         xq = np.multiply(gq, self.root, out=self.xq)
         np.multiply(xq, 1.0 / self.N, out=self.xq_N)
@@ -169,7 +193,7 @@ class WhitenedGradients:
 def _batch_arrays(batch, d):
     for name in ("C", "xq", "W", "N"):
         if not hasattr(batch, name):
-            raise ValueError(
+            raise TypeError(
                 "batch must be a PromptBatch or ContextStatistics (from icllib.data), "
                 f"got {type(batch).__name__}"
             )
@@ -186,7 +210,8 @@ def _batch_arrays(batch, d):
     return C, xq, batch.target, int(batch.N)
 
 
-def loss_and_grads(params, batch):
+def loss_and_grads(params: Params,
+                   batch: PromptBatch | ContextStatistics) -> tuple[float, Params]:
     """Batch-mean loss ``(1/B) sum_b 1/2 ||W_b x_q,b - y_hat_b||^2`` and its exact gradients.
 
     Parameters

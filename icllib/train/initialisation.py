@@ -19,9 +19,12 @@ def _check_scale(scale, d, name="scale"):
     """One finite amplitude, or ``d`` of them, as a (d,) array."""
     message = f"{name} must be a finite number or {d} finite numbers, got {scale!r}"
     try:
-        a = np.asarray(scale, dtype=float)
-    except (TypeError, ValueError):
+        raw = np.asarray(scale)
+    except ValueError:          # a ragged list: numbers, but not d of them
         raise ValueError(message) from None
+    if raw.dtype.kind not in "iuf":     # strings, None, bools, objects: not numbers
+        raise TypeError(message)
+    a = raw.astype(float)
     if a.ndim == 0:
         a = np.full(d, float(a))
     if a.shape != (d,) or not np.all(np.isfinite(a)):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from ..theory import conserved_quantity
 from ..validation import check_choice, check_generator, check_instance, check_int, check_positive
 from .gradients import WhitenedGradients, block_grads
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
+
+if TYPE_CHECKING:
+    from .stored import PriceRun, StoredRun
 
 __all__ = ["Recording", "train_sgd", "auto_sampler", "pathway_products", "mode_products"]
 
@@ -119,8 +123,18 @@ class Recording:
 
     @property
     def a(self) -> np.ndarray:
-        """``a_alpha`` = diagonal of ``U^T p2 q1 U``, shape (T, d)."""
-        return np.einsum("tij,tji->ti", self.p2, self.q1)
+        """Mode products ``a_alpha``, both pathways (:func:`mode_products`), shape (T, d)."""
+        return mode_products(self)
+
+    @property
+    def via_p2q1(self) -> np.ndarray:
+        """The ``(p2)_aa (q1)_aa`` pathway of each mode alone (:func:`pathway_products`)."""
+        return pathway_products(self)[0]
+
+    @property
+    def via_p1q2(self) -> np.ndarray:
+        """The ``(p1)_aa (q2)_aa`` pathway of each mode alone (:func:`pathway_products`)."""
+        return pathway_products(self)[1]
 
 
 def train_sgd(
@@ -183,8 +197,8 @@ def train_sgd(
     ------
     DivergenceError
         If a batch loss is non-finite or exceeds ``DIVERGENCE_FACTOR`` times the larger of the
-        first batch loss and ``Tr S / 2``; the message names the step, ``eta`` and the
-        estimated stable range (:func:`stable_eta`).
+        first batch loss and ``Tr S / 2``; its ``step`` is the step at which it did, and the
+        message names the step, ``eta`` and the estimated stable range (:func:`stable_eta`).
     """
     check_instance("config", config, DataConfig)
     check_instance("params0", params0, Params, "an icllib.model.Params")
@@ -271,7 +285,8 @@ def train_sgd(
                         f"(first batch {ref_loss:.3g}). eta = {eta:g} is outside the stable range "
                         f"0 < eta < ~{stable_eta(config, C0):.3g} estimated by stable_eta() from "
                         f"the top curvature s_max^2 s_inf,max (p^2 + q^2) (large-B limit; with "
-                        f"B = {B} minibatch noise lowers it, see stable_eta); lower eta."
+                        f"B = {B} minibatch noise lowers it, see stable_eta); lower eta.",
+                        step=step,
                     )
                 if step in record_at:
                     rec_steps[j] = step
@@ -312,17 +327,23 @@ def train_sgd(
     )
 
 
-def pathway_products(run) -> tuple[np.ndarray, np.ndarray]:
+def pathway_products(run: Recording | StoredRun | PriceRun) -> tuple[np.ndarray, np.ndarray]:
     r"""Mode ``alpha``'s two pathways, ``(p2)_aa (q1)_aa`` and ``(p1)_aa (q2)_aa``.
 
     Book chapter 2 ('Two pathways'): in the eigenbasis, mode ``alpha`` of the query reaches
     the prediction through ``p2 q1`` and through ``p1 q2``; the mode amplitude is the sum
     ``a_alpha = (p2)_aa (q1)_aa + (p1)_aa (q2)_aa`` (:func:`mode_products`), and on the null
-    manifold ``p1 = q2 = 0`` only the first pathway carries it.
+    manifold ``p1 = q2 = 0`` only the first pathway carries it.  This and
+    :func:`mode_products` are the library's one definition of a mode's product: the ``a``,
+    ``via_p2q1`` and ``via_p1q2`` of :class:`Recording`,
+    :class:`~icllib.train.stored.StoredRun` and :class:`~icllib.train.stored.PriceRun` call
+    them.
 
     Parameters
     ----------
-    run : Recording or icllib.train.stored.StoredRun
+    run : Recording, icllib.train.stored.StoredRun or icllib.train.stored.PriceRun
+        A run with the four blocks ``p1, p2, q1, q2`` (T, d, d) in the eigenbasis, or with
+        their ``diagonals`` (T, 4, d).
 
     Returns
     -------
@@ -335,7 +356,20 @@ def pathway_products(run) -> tuple[np.ndarray, np.ndarray]:
     return p2 * q1, p1 * q2
 
 
-def mode_products(run) -> np.ndarray:
-    """Each mode as the sum of its two pathways (:func:`pathway_products`), shape (T, d)."""
+def mode_products(run: Recording | StoredRun | PriceRun) -> np.ndarray:
+    """Each mode's product ``a_alpha``, the sum of its two pathways (book chapter 2).
+
+    ``a_alpha = (p2)_aa (q1)_aa + (p1)_aa (q2)_aa`` in the eigenbasis
+    (:func:`pathway_products`); on the null manifold ``p1 = q2 = 0`` it is the eigenvalue
+    ``p_alpha q_alpha`` of ``p2 q1`` that the flows of :mod:`icllib.flows` follow.
+
+    Parameters
+    ----------
+    run : Recording, icllib.train.stored.StoredRun or icllib.train.stored.PriceRun
+
+    Returns
+    -------
+    ndarray (T, d)
+    """
     via_p2q1, via_p1q2 = pathway_products(run)
     return via_p2q1 + via_p1q2

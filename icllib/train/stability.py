@@ -20,7 +20,23 @@ DIVERGENCE_FACTOR = 1e6
 
 
 class DivergenceError(FloatingPointError):
-    """SGD left the stable range: the loss became non-finite or exploded."""
+    """SGD left the stable range: the loss became non-finite or exploded.
+
+    Parameters
+    ----------
+    message : str
+    step : int
+        The step at which training diverged: the batch loss of the parameters after ``step``
+        updates was non-finite or exploded (training for ``step - 1`` steps does not raise).
+        Kept as the attribute ``step``.
+    """
+
+    def __init__(self, message: str, step: int) -> None:
+        super().__init__(message)
+        self.step = int(step)
+
+    def __reduce__(self):  # pickles (multiprocessing) with its step
+        return (type(self), (self.args[0], self.step))
 
 
 def stable_eta(config, conserved=0.0):

@@ -22,7 +22,6 @@ specification is not the one the library now asks for, and names the command tha
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from ..theory import paper_fixed_point
 from ..validation import check_choice, check_int
 from .finite_tasks import monte_carlo_loss
 from .initialisation import balanced_init, random_init
-from .sgd import auto_sampler, mode_products, train_sgd
+from .sgd import auto_sampler, mode_products, pathway_products, train_sgd
 from .stability import DivergenceError
 from .task_fitting import PathwayLosses, mean_pathway_losses
 
@@ -113,8 +112,18 @@ class StoredRun:
 
     @property
     def a(self) -> np.ndarray:
-        """Mode amplitudes, both pathways (:func:`mode_products`), float64, (T, d)."""
+        """Mode products, both pathways (:func:`mode_products`), float64, (T, d)."""
         return mode_products(self)
+
+    @property
+    def via_p2q1(self) -> np.ndarray:
+        """The ``(p2)_aa (q1)_aa`` pathway alone (:func:`pathway_products`), (T, d)."""
+        return pathway_products(self)[0]
+
+    @property
+    def via_p1q2(self) -> np.ndarray:
+        """The ``(p1)_aa (q2)_aa`` pathway alone (:func:`pathway_products`), (T, d)."""
+        return pathway_products(self)[1]
 
     def late_params(self) -> Params:
         """The late-averaged model as :class:`~icllib.model.Params` (eigenbasis)."""
@@ -333,14 +342,18 @@ class PriceRun:
 
     @property
     def a(self) -> np.ndarray:
-        """Mode amplitudes, both pathways, at ``steps``, float64, (T, d)."""
-        p1, p2, q1, q2 = np.moveaxis(self.diagonals.astype(float), 1, 0)
-        return p2 * q1 + p1 * q2
+        """Mode products, both pathways (:func:`mode_products`), at ``steps``, float64, (T, d)."""
+        return mode_products(self)
+
+    @property
+    def via_p2q1(self) -> np.ndarray:
+        """The ``(p2)_aa (q1)_aa`` pathway alone (:func:`pathway_products`), (T, d)."""
+        return pathway_products(self)[0]
 
     @property
     def via_p1q2(self) -> np.ndarray:
-        """The part of each mode carried by ``(p1)_aa (q2)_aa``, (T, d)."""
-        return (self.diagonals[:, 0] * self.diagonals[:, 3]).astype(float)
+        """The ``(p1)_aa (q2)_aa`` pathway alone (:func:`pathway_products`), (T, d)."""
+        return pathway_products(self)[1]
 
     def last_params(self) -> Params:
         """The model at the last step (eigenbasis)."""
@@ -432,7 +445,7 @@ class PriceGroup:
         try:
             rec = run(steps)
         except DivergenceError as err:          # kept, with its trajectory up to that step
-            diverged_at = int(re.search(r"diverged at step (\d+)", str(err)).group(1))
+            diverged_at = err.step
             rec = run(diverged_at - 1)
         keep = rec.steps % self.store_every == 0
         diagonals = np.stack([np.einsum("tii->ti", getattr(rec, b)[keep]) for b in BLOCKS],
