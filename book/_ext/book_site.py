@@ -17,6 +17,16 @@
   stylesheet (``static/book-a11y.css``) darkens the link colour so that links keep 4.5:1 on
   the tinted boxes, and :func:`_accessible_names` fixes the theme's buttons whose accessible
   name left out their visible text.
+* Numbering per chapter (:func:`_number_per_chapter`): every numbered thing (propositions,
+  definitions, exercises, equations) is numbered within its page and carries the chapter's
+  own number, "Proposition 4.2", "Exercise 5b.3", "(7.1)".  Sphinx numbers them across the
+  whole book unless the toctree is ``numbered``, and a numbered toctree would number the
+  chapters itself (5b and 6b would become 6 and 8); so the chapter number is read from the
+  page title instead, "5b. A finite set of tasks".
+* A reference solution's code cell (the hidden-input cell right after a ``solution`` box,
+  which JupyterLab shows collapsed) is moved into that box on the web page
+  (:func:`_solution_code_into_its_box`): its output ("PASSED ...", the answer) is part of the
+  solution and shows only when the reader opens it, never under the exercise.
 * A link to a label in another chapter is a plain markdown link, ``[text](02-dynamics.md#label)``,
   so that it reads as text in JupyterLab too; MyST-parser resolves ``doc.md#anchor`` only for
   heading anchors, so each page's labels are registered as anchors
@@ -114,9 +124,41 @@ def _is_figure_output(data):
     return any(m in data for m in IMAGE_MIMES) or "icl-interactive" in html or "data:image/" in html
 
 
-def _slim_notebook(path):
+# A downloaded chapter imports icllib, which a reader outside the repository does not have: the
+# download opens with a markdown cell giving README's install command (one `pip install` of the
+# repository: icllib with the stored runs it carries), built from the repository's address
+# (`repository.url` of _config.yml, the theme's ``repository_url``). Pages with no icllib
+# import get no such cell.
+INSTALL_CELL_ID = "install-icllib"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def install_note(repository_url):
+    """The first cell's text: how to install icllib for this notebook."""
+    return ("**To run this notebook** outside the book's repository, install the book's "
+            "library `icllib` (with the stored runs the chapters load) in the environment of "
+            "its Jupyter kernel, then restart the kernel:\n\n"
+            f'    pip install "icllib[nonlinear] @ git+{repository_url}" '
+            f"--extra-index-url {TORCH_CPU_INDEX}")
+
+
+def _add_install_note(nb, note):
+    """Put ``note`` first in ``nb`` (a notebook's JSON) if a code cell uses icllib; once."""
+    cells = nb.setdefault("cells", [])
+    uses = any(c.get("cell_type") == "code" and "icllib" in "".join(c.get("source", ""))
+               for c in cells)
+    if not uses or any(c.get("id") == INSTALL_CELL_ID for c in cells):
+        return False
+    cell = {"cell_type": "markdown", "metadata": {}, "source": note}
+    if (nb.get("nbformat", 4), nb.get("nbformat_minor", 0)) >= (4, 5):   # cell ids from 4.5
+        cell["id"] = INSTALL_CELL_ID
+    cells.insert(0, cell)
+    return True
+
+
+def _slim_notebook(path, note=None):
     nb = json.loads(path.read_text(encoding="utf-8"))
-    changed = False
+    changed = _add_install_note(nb, note) if note else False
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []):
             data = out.get("data")
@@ -133,8 +175,10 @@ def _slim_notebook_downloads(app, exc):
     if exc is not None or app.builder.format != "html":
         return
     sources = Path(app.outdir) / "_sources"
+    url = (app.config.html_theme_options or {}).get("repository_url")
+    note = install_note(url) if url else None
     for path in sorted(sources.rglob("*.ipynb")) if sources.is_dir() else []:
-        _slim_notebook(path)
+        _slim_notebook(path, note)
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -239,6 +283,65 @@ def _register_label_anchors(app, doctree):
                 break
 
 
+# --- Numbering per chapter ------------------------------------------------------------------
+CHAPTER_TITLE = re.compile(r"^(\d+[a-z]?)\.\s")
+
+
+def chapter_number(title):
+    """The chapter's number from its title, ``"5b. A finite set of tasks"`` -> ``"5b"``;
+    None for a page without one (the introduction, the appendix)."""
+    match = CHAPTER_TITLE.match(title)
+    return match.group(1) if match else None
+
+
+def renumber_per_chapter(fignumbers, chapter):
+    """Number each kind of item of one page 1, 2, ... in page order, prefixed by ``chapter``.
+
+    ``fignumbers`` is Sphinx's ``{figtype: {id: number tuple}}`` for the page; without a
+    numbered toctree the tuples are one book-wide counter per kind, so their order is the
+    page order.  Rewritten in place.
+    """
+    prefix = (chapter,) if chapter else ()
+    for numbers in fignumbers.values():
+        for k, ident in enumerate(sorted(numbers, key=numbers.get), 1):
+            numbers[ident] = (*prefix, k)
+
+
+def _number_per_chapter(app, env):
+    # Runs after Sphinx's own numbering (TocTreeCollector, env-get-updated, priority 500);
+    # sphinx-proof, sphinx-exercise, {numref} and equation numbers all read env.toc_fignumbers.
+    for docname, fignumbers in env.toc_fignumbers.items():
+        title = env.titles[docname].astext() if docname in env.titles else ""
+        renumber_per_chapter(fignumbers, chapter_number(title))
+    return []
+
+
+# --- Reference solutions: code and output inside the solution box ---------------------------
+# A chapter writes an exercise's reference code as the code cell right after its ``solution``
+# box, tagged hide-input and collapsed in JupyterLab (tests/test_notebook_form.py).  The cell's
+# output (the checker's "PASSED ...", the answer itself) would be printed in the main line of
+# the page, under the exercise; the cell is moved into the box, after the solution's text.
+
+
+def solution_code_cell(node):
+    """Whether ``node`` is a myst-nb code cell tagged hide-input (a reference solution's code)."""
+    return (isinstance(node, nodes.container) and node.get("nb_element") == "cell_code"
+            and "hide-input" in node.get("cell_metadata", {}).get("tags", []))
+
+
+def _solution_code_into_its_box(app, doctree):
+    from sphinx_exercise.nodes import solution_node
+
+    for box in list(doctree.findall(solution_node)):
+        parent = box.parent
+        following = parent.index(box) + 1
+        if following < len(parent.children) and solution_code_cell(parent[following]):
+            cell = parent[following]
+            parent.remove(cell)
+            body = box.children[-1] if isinstance(box.children[-1], nodes.section) else box
+            body.append(cell)
+
+
 # --- Accessibility ----------------------------------------------------------------------------
 STATIC = Path(__file__).resolve().parent / "static"
 # Each: (what the theme writes, what the page gets). The accessible name of a control must
@@ -283,6 +386,8 @@ def setup(app):
     app.connect("builder-inited", _add_stylesheet)
     app.connect("build-finished", _accessible_names, priority=900)
     app.connect("doctree-read", _register_label_anchors)
+    app.connect("doctree-read", _solution_code_into_its_box)
+    app.connect("env-get-updated", _number_per_chapter, priority=900)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     # After sphinx-mathjax-offline's own build-finished handler (default priority 500), which
     # copies the MathJax distribution: listeners run in increasing priority.
