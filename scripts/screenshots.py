@@ -1,6 +1,6 @@
 """Render pages of the built book to PNG with headless Chromium (for looking at them).
 
-    .venv/bin/python scripts/screenshots.py [--out DIR] [--move] [PAGE ...]
+    .venv/bin/python scripts/screenshots.py [--out DIR] [--width PX] [--move] [PAGE ...]
 
 PAGE is a path under _build/html (default: every chapter page).  With --move, each page's
 first interactive figure is also shot after its first control is moved to the other end.
@@ -15,6 +15,10 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
+# Wait for what the reader waits for: MathJax's first typesetting pass and the fonts it loads.
+TYPESET = """() => ((window.MathJax && MathJax.startup && MathJax.startup.promise)
+                      ? MathJax.startup.promise : Promise.resolve())
+                     .then(() => document.fonts.ready).then(() => true)"""
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -43,8 +47,8 @@ def main():
         for page_path in pages:
             page = browser.new_page(viewport={"width": args.width, "height": 1200})
             page.goto(f"{base}/{page_path}", wait_until="networkidle")
-            page.wait_for_timeout(500)
-            stem = page_path.replace("/", "_").removesuffix(".html")
+            page.evaluate(TYPESET)
+            stem = page_path.replace("/", "_").removesuffix(".html") + f"-{args.width}"
             page.screenshot(path=str(out / f"{stem}.png"), full_page=True)
             print(out / f"{stem}.png")
             fig = page.query_selector(".icl-interactive")

@@ -7,6 +7,9 @@ and every static interactive figure must change its picture when its control mov
 must also typeset, offline, formulas that need every TeX extension it can autoload or \require.
 Every page must pass axe-core (WCAG 2.1 AA rules) with no serious or critical violation, and
 every image must carry a text alternative that says what it shows (not its file name).
+What a reader should not see: a checker's "PASSED" or a reference answer outside its solution
+box, raw TeX or an unparsed MyST role in the text, a display equation wider than the text
+column (none at 1280 px, at most ``MAX_WIDE_EQUATIONS_ON_A_PHONE`` in the book at 390 px).
 The built site itself (no browser needed) must stay under ``MAX_SITE_BYTES`` and hold no
 image twice.
 """
@@ -102,8 +105,11 @@ def settle(page):
     page.wait_for_load_state("networkidle")
     for _ in range(3):
         try:
-            page.evaluate("""() => (window.MathJax && MathJax.startup && MathJax.startup.promise)
-                                   ? MathJax.startup.promise.then(() => true) : true""")
+            # MathJax's first typesetting pass, then the web fonts it asked for (widths of
+            # typeset formulas are measured below)
+            page.evaluate("""() => ((window.MathJax && MathJax.startup && MathJax.startup.promise)
+                                   ? MathJax.startup.promise : Promise.resolve())
+                                  .then(() => document.fonts.ready).then(() => true)""")
             break
         except PlaywrightError as e:  # a redirect page (the site root) navigated meanwhile
             if "destroyed" not in str(e):
@@ -112,8 +118,8 @@ def settle(page):
     page.wait_for_load_state("networkidle")
 
 
-def open_page(browser, server, page_path):
-    context = browser.new_context(viewport={"width": 1280, "height": 1600})
+def open_page(browser, server, page_path, width=1280):
+    context = browser.new_context(viewport={"width": width, "height": 1600})
     page = context.new_page()
     visit = watch(page, server)
     page.goto(f"{server}/{page_path}", wait_until="load")
@@ -236,6 +242,134 @@ def move_every_control(page, page_path):
             assert img.get_attribute("src") != before_src, f"{page_path}: image did not change"
             moved += 1
     return moved
+
+
+# --- What a reader should not see --------------------------------------------------------------
+# A reference solution's output ("PASSED ...", the answer) lives in its solution box
+# (book/_ext/book_site.py moves the solution's code cell there); text outside maths and code
+# shows no TeX command, TeX delimiter or MyST role; display equations fit the text column.
+# The solution boxes and toggles are opened before equations are measured: a reader opens them.
+PHONE_WIDTH = 390
+MAX_WIDE_EQUATIONS_ON_A_PHONE = 10
+# Elements whose text is maths or code, where TeX and braces are meant to be.
+NOT_PROSE = ("mjx-container, .math, pre, code, kbd, samp, script, style, noscript, textarea, "
+             "svg, .highlight")
+# A TeX command (\frac, \mathrm), a TeX delimiter (\( \[ \{), a MyST role left as text
+# ({eq}`x`, {prf:ref}`y`), or dollar-delimited maths left as text ($x$, $$).
+RAW_MARKUP = r"\\[A-Za-z]+|\\[()\[\]{}]|\{[a-z][\w:-]*\}`|\$[^$\s][^$]*\$|\$\$"
+
+READER_VIEW_JS = """([notProse, rawMarkup]) => {
+    const raw = new RegExp(rawMarkup, 'g');
+    const passed = [], markup = [];
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n; (n = walk.nextNode()); ) {
+        const el = n.parentElement, text = n.nodeValue;
+        if (!el || el.closest('script, style')) continue;
+        if (text.includes('PASSED') && !el.closest('.solution'))
+            passed.push(text.trim().slice(0, 100));
+        if (el.closest(notProse)) continue;
+        for (const m of text.matchAll(raw))
+            markup.push(text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 40).trim());
+    }
+    // a code cell right after a solution box, not inside it: its output is in the main line
+    const loose = Array.from(document.querySelectorAll('.solution + .cell'))
+        .map(c => c.textContent.trim().replace(/\\s+/g, ' ').slice(0, 100));
+    return {passed, markup, loose};
+}"""
+
+# Every typeset display equation that is wider than the box MathJax put it in or than that
+# box's parent (the text column): {where, tex, px} with the overflow in CSS pixels.
+WIDE_EQUATIONS_JS = """() => {
+    document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+    document.querySelectorAll('details').forEach(d => { d.open = true; });
+    if (!(window.MathJax && MathJax.startup && MathJax.startup.document)) return [];
+    const wide = [];
+    for (const item of Array.from(MathJax.startup.document.math)) {
+        const box = item.typesetRoot;
+        if (!item.display || !box || !box.isConnected) continue;
+        const column = box.parentElement;
+        const px = Math.max(box.scrollWidth - box.clientWidth,
+                            column.scrollWidth - column.clientWidth);
+        if (px > 1) {
+            const labelled = box.closest('[id]');
+            wide.push({where: labelled ? labelled.id : '', tex: item.math.trim().slice(0, 70), px: px});
+        }
+    }
+    return wide;
+}"""
+
+
+def reader_view(page):
+    """What a reader sees that they should not: ``{"passed": [...], "markup": [...],
+    "loose": [...]}`` (PASSED outside a solution box, raw TeX or MyST markup in the text,
+    code cells right after a solution box instead of inside it)."""
+    return page.evaluate(READER_VIEW_JS, [NOT_PROSE, RAW_MARKUP])
+
+
+def wide_equations(page):
+    return page.evaluate(WIDE_EQUATIONS_JS)
+
+
+@pytest.mark.parametrize("page_path", book_pages() or ["index.html"])
+def test_page_shows_no_answer_no_raw_markup_and_no_wide_equation(browser, server, page_path):
+    context, page, visit = open_page(browser, server, page_path)
+    try:
+        seen = reader_view(page)
+        assert seen["passed"] == [], f"a checker's PASSED outside the solution boxes: {seen['passed']}"
+        assert seen["loose"] == [], f"a solution's code cell outside its box: {seen['loose']}"
+        assert seen["markup"] == [], f"raw TeX or MyST markup in the text: {seen['markup']}"
+        wide = wide_equations(page)
+        assert wide == [], f"display equations wider than the text column at 1280 px: {wide}"
+    finally:
+        context.close()
+
+
+def test_display_equations_fit_a_phone_screen(browser, server):
+    """At 390 px (a phone) a long equation may need a scroll, but only a few in the book."""
+    wide = {}
+    for page_path in book_pages():
+        context, page, _ = open_page(browser, server, page_path, width=PHONE_WIDTH)
+        try:
+            found = wide_equations(page)
+        finally:
+            context.close()
+        if found:
+            wide[page_path] = found
+    count = sum(map(len, wide.values()))
+    assert count <= MAX_WIDE_EQUATIONS_ON_A_PHONE, (
+        f"{count} display equations wider than the text column at {PHONE_WIDTH} px: {wide}")
+
+
+def test_the_reader_checks_fail_on_an_answer_raw_markup_and_a_wide_equation(browser, server):
+    """The checks above can fail: on a page with a PASSED and an answer under an exercise, raw
+    TeX and roles in the text, and a display equation too long for the column."""
+    long_sum = " + ".join(rf"\frac{{a_{{{k}}}}}{{b_{{{k}}}}}" for k in range(1, 81))
+    body = (f'<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">'
+            f'<script defer src="{mathjax_component()}"></script></head><body><article>'
+            '<div class="solution dropdown admonition"><p>PASSED inside its box</p></div>'
+            '<div class="cell"><pre>PASSED my_function: 10 trials</pre><pre>(2, 88.45)</pre></div>'
+            r'<p>By {eq}`ch1-loss` and {prf:ref}`ch2-prop`, \frac{1}{2} of $x$.</p>'
+            r'<p>A formula <span class="math">\(\frac{1}{2}\)</span> and <code>\frac</code>.</p>'
+            f'<div class="math">\\[{long_sum}\\]</div></article></body></html>')
+    url = f"{server}/_static/reader-probe.html"  # next to the site's MathJax
+    for width, n_wide in ((1280, 1), (PHONE_WIDTH, 1)):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        page.route(url, lambda route: route.fulfill(status=200, content_type="text/html", body=body))
+        try:
+            page.goto(url, wait_until="load")
+            settle(page)
+            seen = reader_view(page)
+            assert seen["passed"] == ["PASSED my_function: 10 trials"], seen
+            assert seen["loose"] == ["PASSED my_function: 10 trials(2, 88.45)"], seen
+            found = " | ".join(seen["markup"])
+            for fragment in ("{eq}`", "{prf:ref}`", r"\frac", "$x$"):
+                assert fragment in found, (fragment, seen["markup"])
+            assert len(seen["markup"]) == 4, seen["markup"]   # not the typeset one, not code
+            wide = wide_equations(page)
+            assert len(wide) == n_wide and wide[0]["px"] > 100, wide
+        finally:
+            context.close()
 
 
 # Formulas that make MathJax fetch every TeX extension it can load by itself (autoload on a

@@ -161,9 +161,11 @@ def test_an_editable_install_reads_book_data_of_its_checkout(tmp_path):
     run made after the install is seen; not a copy."""
     source = _source_copy(tmp_path / "checkout", _stored_runs()[:1])
     prefix = tmp_path / "prefix"
+    # --ignore-installed: pip must not uninstall the running environment's own icllib (an
+    # install into another prefix still removes a same-named distribution it finds installed)
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-                    "-q", "--prefix", str(prefix), "-e", str(source)], check=True,
-                   capture_output=True)
+                    "--ignore-installed", "-q", "--prefix", str(prefix), "-e", str(source)],
+                   check=True, capture_output=True)
     (source / "book" / "data" / "ch6" / "quick").mkdir(parents=True, exist_ok=True)
     (source / "book" / "data" / "ch6" / "quick" / "made-later.npz").write_bytes(b"")
     (site_dir,) = prefix.glob("lib/python3*/site-packages")
@@ -179,6 +181,10 @@ def test_an_editable_install_reads_book_data_of_its_checkout(tmp_path):
     module, root, seen = out.stdout.split()
     assert Path(module).is_relative_to(source / "icllib"), module
     assert Path(root) == source / "book" / "data" and seen == "True", out.stdout
+    # the environment running the tests still has its own icllib installed
+    listed = subprocess.run([sys.executable, "-m", "pip", "show", "icllib"], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert listed.returncode == 0 and "Name: icllib" in listed.stdout, listed.stderr
 
 
 def _repository_url():

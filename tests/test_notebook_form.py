@@ -53,8 +53,9 @@ def test_saving_the_chapter_from_jupyterlab_writes_the_same_bytes(path):
 def test_solution_code_is_collapsed_in_the_notebook_and_hidden_on_the_page(path):
     """Every code cell right after a solution box is the reference solution: collapsed in
     JupyterLab (``jupyter.source_hidden``) and behind a toggle on the web page
-    (``hide-input``), and no gated solution (solution-start/end, whose code cells JupyterLab
-    shows) is left."""
+    (``hide-input``; the site moves it into the solution box, book/_ext/book_site.py), and no
+    gated solution (solution-start/end, whose code cells JupyterLab shows) is left. A cell is
+    collapsed in JupyterLab exactly when the page hides its source (hide-input, remove-input)."""
     text = path.read_text(encoding="utf-8")
     assert "{solution-start}" not in text and "{solution-end}" not in text
     cells = jupytext.read(path).cells
@@ -65,7 +66,60 @@ def test_solution_code_is_collapsed_in_the_notebook_and_hidden_on_the_page(path)
             assert "hide-input" in cell.metadata.get("tags", []), cell.source[:80]
     for cell in cells:
         hidden = cell.metadata.get("jupyter", {}).get("source_hidden") is True
-        assert hidden == ("hide-input" in cell.metadata.get("tags", [])), cell.source[:80]
+        tags = set(cell.metadata.get("tags", []))
+        if "hide-input" in tags:
+            assert hidden, cell.source[:80]
+        if hidden:      # remove-input cells: see the next test
+            assert tags & {"hide-input", "remove-input"}, cell.source[:80]
+
+
+def hidden_check_cells(path):
+    """The chapter's hidden code cells (``remove-input``/``remove-output``: checks and the
+    numbers the prose quotes), as ``[(cell number, cell)]``."""
+    return [(n, cell) for n, cell in enumerate(jupytext.read(path).cells)
+            if cell.cell_type == "code"
+            and {"remove-input", "remove-output"} & set(cell.metadata.get("tags", []))]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_hidden_check_cells_are_collapsed_in_the_notebook(path):
+    """A cell the web page hides (``remove-input``) is collapsed in JupyterLab and on Binder
+    (``jupyter.source_hidden``), so the notebook's reader sees its one-line placeholder, not
+    a page of asserts."""
+    open_cells = [f"cell {n}: {cell.source.strip().splitlines()[0][:70]}"
+                  for n, cell in hidden_check_cells(path)
+                  if cell.metadata.get("jupyter", {}).get("source_hidden") is not True]
+    assert open_cells == [], f"{path.name}: hidden cells shown in JupyterLab: {open_cells}"
+
+
+# A comment that tells the check's history (what an earlier version did, what was tried once)
+# rather than what the check checks and why it can fail.
+HISTORY = re.compile(r"\b(?:earlier|previous|first|old) version\b|\btried\b|\bseen to fail\b|"
+                     r"\bit replaces\b|\bused to\b|\bwas changed\b|\bno longer fails\b", re.I)
+
+
+def history_comments(cells):
+    """``[(cell number, line)]``: comment lines of ``cells`` that tell a history."""
+    found = []
+    for n, cell in cells:
+        comments = " ".join(line.split("#", 1)[1].strip() for line in cell.source.splitlines()
+                            if "#" in line)
+        found += [(n, m.group(0)) for m in HISTORY.finditer(comments)]
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_hidden_checks_say_what_they_check_not_their_history(path):
+    assert history_comments(hidden_check_cells(path)) == []
+
+
+def test_a_history_comment_is_found():
+    from nbformat.v4 import new_code_cell
+
+    cells = [(0, new_code_cell("# The earlier version of this check used a window\nx = 1")),
+             (1, new_code_cell("assert y  # Tried once with a wrong brake: it fails")),
+             (2, new_code_cell("# Check: the floor follows l*, not L_inf (z > 15 with L_inf)."))]
+    assert history_comments(cells) == [(0, "earlier version"), (1, "Tried")]
 
 
 def test_no_solution_is_an_open_box():
