@@ -39,7 +39,10 @@ def test_binder_reads_environment_yml_and_postbuild():
     # repo2docker prefers a binder/ or .binder/ folder over the root files; with none, it reads
     # environment.yml (which installs the lock) and runs postBuild: the packages the tests use.
     # (tests/test_environment.py checks the Dockerfile repo2docker generates.)
-    for shadow in ("binder", ".binder", "Pipfile", "setup.py"):
+    # (setup.py exists only to put book/data into the wheel; repo2docker's conda build pack,
+    # which environment.yml selects, installs the repository with pip either way, and
+    # tests/test_environment.py checks the Dockerfile it generates)
+    for shadow in ("binder", ".binder", "Pipfile"):
         assert not (ROOT / shadow).exists(), f"{shadow} would change what Binder installs"
     assert (ROOT / "environment.yml").is_file()
     assert (ROOT / "runtime.txt").read_text().strip() == "python-3.11"
