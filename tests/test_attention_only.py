@@ -507,6 +507,38 @@ def test_shipped_runs_are_complete_small_and_regenerable():
     assert total < 2_000_000
 
 
+def test_medium_runs_are_complete_small_and_regenerable():
+    """The runs behind chapter 6b's verdicts (book/data/ch6/medium): every setting with a
+    verdict at depths 1-3 (relative: 1-2) with five seeds each, so that every setting's
+    one-layer control has the setting's n; each file made by its recorded command at the
+    medium sizes; the folder within the 4 MB budget of a chapter's shipped runs."""
+    folder = data_dir("ch6", "medium")
+    plan = {**shipped_grid("medium"), **relative_grid("medium")}
+    assert set(plan) == {("learned", 0.1), ("sinusoidal", 0.1), RELATIVE_SETTING}
+    for (positional, init_std), depths in plan.items():
+        assert sorted(depths) == ([1, 2] if positional == "relative" else [1, 2, 3])
+        assert len({tuple(seeds) for seeds in depths.values()}) == 1    # same seeds per depth
+        for L, seeds in depths.items():
+            assert len(seeds) >= 5
+            task, model, train = experiment_settings(L, "medium", init_std=init_std,
+                                                     positional=positional)
+            assert (task.vocab_size, task.seq_len, model.d_model, model.n_heads) == (64, 64,
+                                                                                   64, 4)
+            for s in seeds:
+                with np.load(folder / run_file_name(L, s, init_std=init_std,
+                                                    positional=positional)) as f:
+                    meta = json.loads(str(f["meta"]))
+                weights = " --weights" if positional == "relative" else ""
+                assert meta["command"] == (f"python scripts/make_ch6_runs.py --scale medium "
+                                           f"--depths {L} --seeds {s} --init-stds {init_std:g} "
+                                           f"--positionals {positional}{weights}")
+                assert meta["seed"] == s and meta["config"]["model"]["n_layers"] == L
+                assert meta["config"]["train"]["steps"] == train.steps
+                assert meta["config"]["train"]["batch_size"] == train.batch_size
+    total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    assert total < 4_000_000
+
+
 def test_relative_runs_keep_weights_that_reproduce_their_last_checkpoint():
     """The relative-position files (book chapter 6, 'Relative positions') hold the final
     weights: the rebuilt model gives the last recorded ICL loss and head scores on the

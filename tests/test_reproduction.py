@@ -168,3 +168,21 @@ def test_regenerated_events_script_refuses_a_folder_without_every_run(tmp_path, 
     assert module.main(["ch7", str(tmp_path)]) == 2
     assert "lacks the regenerated" in capsys.readouterr().err
     assert (data_dir("ch7", "quick") / EVENTS_FILE).read_bytes() == before
+
+
+def test_medium_stored_events_cover_one_run_per_setting():
+    """At the medium scale one two-layer run per setting was regenerated on other kernels
+    (scripts/regenerated_events.py --runs): its stored events name shipped runs only, cover
+    every setting the chapter states a verdict for, and have the events the chapter computes."""
+    from icllib.nonlinear.induction import parse_run_name
+    from icllib.nonlinear.induction.reproduction import chapter_events
+
+    folder = data_dir("ch6", "medium")
+    events, command = load_events(folder / EVENTS_FILE)
+    assert command.startswith("scripts/other-cpu ")
+    shipped = {p.stem for p in folder.glob("run_*.npz")}
+    assert set(events) <= shipped
+    settings = {(m["positional"], m["init_std"]) for m in map(parse_run_name, shipped)}
+    assert {(m["positional"], m["init_std"]) for m in map(parse_run_name, events)} == settings
+    computed = chapter_events(folder)
+    event_differences({n: computed[n] for n in events}, events)   # same events, or it raises

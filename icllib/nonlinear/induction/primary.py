@@ -38,7 +38,7 @@ from .reproduction import chapter_events, placebo_partner
 from .runs import TRAIN_LOSS_BIN, InductionRunSummary, parse_run_name
 
 __all__ = ["Reading", "PRIMARY_READINGS", "ACF_WINDOW", "ACF_LAGS", "acf_peak_event",
-           "primary_events", "PrimaryResult", "primary_counts", "primary_results",
+           "primary_events", "claim_holds", "PrimaryResult", "primary_counts", "primary_results",
            "Sensitivity", "sensitivity"]
 
 
@@ -148,9 +148,21 @@ def primary_events(directory) -> dict[str, dict[str, float]]:
     return events
 
 
-def _holds(claim: str, ev: dict) -> bool | None:
-    """The claim at its primary reading in one run; None when it cannot be read (no
-    window)."""
+def claim_holds(claim: str, ev: dict) -> bool | None:
+    """Does one run satisfy ``claim`` (a key of :data:`PRIMARY_READINGS`) at its primary
+    reading?
+
+    Parameters
+    ----------
+    claim : str
+    ev : dict
+        The run's events (:func:`primary_events`).
+
+    Returns
+    -------
+    bool or None
+        None when the claim cannot be read in the run (no window, own or placebo).
+    """
     if claim == "only deep":
         return ev["emerged"] == 1.0
     if not np.isfinite(ev["window_start"]):
@@ -225,7 +237,7 @@ def _groups(events: dict) -> dict[tuple, list[str]]:
 
 
 def _count(claim: str, events: dict, names: list[str]) -> tuple[Count | None, list[bool]]:
-    seen = [v for v in (_holds(claim, events[n]) for n in names) if v is not None]
+    seen = [v for v in (claim_holds(claim, events[n]) for n in names) if v is not None]
     return (Count(sum(seen), len(seen)) if seen else None), seen
 
 
@@ -279,7 +291,7 @@ def primary_results(events: dict) -> list[PrimaryResult]:
                                  f"{control.n} runs, fewer than the setting's {count.n}")
             p_base = None
             if reading.in_window:
-                readable = [n for n in names if _holds(claim, events[n]) is not None]
+                readable = [n for n in names if claim_holds(claim, events[n]) is not None]
                 p_base = base_rate_test(np.array(seen, dtype=bool),
                                         [events[n]["acf_base_rate"] for n in readable])
             out.append(PrimaryResult(claim, positional, std, depth, count, control,
