@@ -283,7 +283,7 @@ def test_every_reference_resolves_with_jupyterlabs_default_windowing(lab, browse
                     nb.activeCellIndex = i; nb.scrollToItem(i);
                     await new Promise(r => setTimeout(r, 10));
                 }}""")
-            page.wait_for_timeout(1000)
+            _wait_until_rendered(page, every_markdown=False)   # the last cells settle
             if messages:
                 failures[chapter] = list(messages[:3])
             # closed without a save dialog (nothing was edited; the file stays as it was)
@@ -310,6 +310,44 @@ def lab_page(lab, browser):
     _load_jupyterlab(page, url, token)
     yield page, messages
     context.close()
+
+
+# What a reader waits for before acting on a notebook: every markdown cell rendered (by
+# jupyterlab-myst, asynchronously) and the notebook's page quiet, no change to its DOM for
+# QUIET_MS. Closing or re-running a notebook while jupyterlab-myst is still rendering a cell
+# disposes the cell under it ("Failed to render TypeError: Cannot read properties of null
+# (reading 'renderInput')", seen on loaded machines); waiting for this state, not for a fixed
+# delay, is what keeps the test from racing the renderer.
+QUIET_MS = 750
+RENDERING_SETTLED = """async (quietMs, everyMarkdown) => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.content || !panel.content.widgets) return true;
+  // every markdown cell shown rendered (not as its source); the renderer's asynchronous work
+  // on it is what the quiet period below waits out
+  const markdownDone = () => panel.content.widgets.every(
+    c => c.model.type !== 'markdown' || c.rendered);
+  while (everyMarkdown && !markdownDone()) await new Promise(r => setTimeout(r, 100));
+  await new Promise(resolve => {
+    let timer = setTimeout(done, quietMs);
+    const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quietMs); });
+    function done() { observer.disconnect(); resolve(); }
+    // the notebook's cells only: the toolbar's kernel indicator changes on its own
+    observer.observe(panel.content.node, {subtree: true, childList: true, characterData: true});
+  });
+  return true;
+}"""
+
+
+def _wait_until_rendered(page, timeout_s=START_TIMEOUT_S, every_markdown=True):
+    """Wait for RENDERING_SETTLED, bounded by ``timeout_s`` (no fixed delay). With JupyterLab's
+    default windowing only the cells in view render: ``every_markdown=False`` waits for the
+    page to be quiet only."""
+    flag = "true" if every_markdown else "false"
+    page.evaluate(f"""async () => {{
+        const settled = ({RENDERING_SETTLED})({QUIET_MS}, {flag});
+        const limit = new Promise((_, reject) => setTimeout(
+            () => reject(new Error('rendering did not settle in {timeout_s} s')), {timeout_s * 1000}));
+        return await Promise.race([settled, limit]); }}""")
 
 
 CLOSE_EVERY_DOCUMENT = """() => {
@@ -360,10 +398,12 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, lab_page, chapter):
         raw = [k for k in BIB_KEYS if re.search(rf"\b(\w+-)?{re.escape(k)}\b", text)]
         assert raw == [], f"citations shown as raw keys: {raw}"
 
+        _wait_until_rendered(page)     # not while jupyterlab-myst is still rendering cells
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         page.wait_for_timeout(1000)
         page.wait_for_function(NOTHING_RUNNING, timeout=RUN_TIMEOUT_S * 1000, polling=1000)
         page.wait_for_function(KERNEL_IDLE, timeout=RUN_TIMEOUT_S * 1000)
+        _wait_until_rendered(page)     # running re-renders every markdown cell
         assert page.evaluate(ERROR_OUTPUTS) == []
         assert page.evaluate(NOT_RUN) == [], "cells left unexecuted"
 
@@ -379,6 +419,10 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, lab_page, chapter):
         console_errors = [t for kind, t in messages if kind == "error"]
         assert console_errors == [], console_errors
     finally:
+        try:
+            _wait_until_rendered(page)   # never dispose a notebook under a running render
+        except Exception:                # a test that failed still closes and shuts down
+            pass
         page.evaluate(CLOSE_EVERY_DOCUMENT)
         page.wait_for_selector(".jp-NotebookPanel", state="detached", timeout=30_000)
         _shut_down_kernels(url, token)
