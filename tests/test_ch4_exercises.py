@@ -51,3 +51,29 @@ def test_slow_mode_lag_is_the_half_rise_ratio_of_the_chapter():
     assert np.isnan(slow_mode_lag([16.0, 4.0, 1.0, 0.25], 10, eta, a0))
     with pytest.raises(ValueError, match="positive"):
         slow_mode_lag([1.0, 0.0])
+
+
+def test_a_lag_too_long_to_measure_is_rejected_with_the_spectrum(capsys):
+    """Issue 30: (4, 2, 1, 0.1) keeps its slowest mode learned (a* = 0.025 > 0, just inside
+    the water-filling edge) but it has not half-risen after 40 times the paper's time, so the
+    lag is not measured ('inf'): the exercise asks for a measured lag, and the old checker
+    passed it ('inf times later').  The reference design still passes."""
+    spectrum = [4.0, 2.0, 1.0, 0.1]
+    assert np.all(exact_fixed_point(spectrum, 10) > 0)
+    assert np.isinf(slow_mode_lag(spectrum))
+    result = check_slow_mode_lag(spectrum)
+    out = capsys.readouterr().out
+    assert not result.passed, out
+    assert "[4, 2, 1, 0.1]" in out and "40 times" in out and ">= 3" in out, out
+    assert "inf times" not in out, out
+    assert check_slow_mode_lag([1.0, 1.0, 1.0, 1.0, 0.1], verbose=False).passed
+
+
+@pytest.mark.parametrize("spectrum, shown", [([4.0, 2.0, 1.0, 0.5], "[4, 2, 1, 0.5]"),
+                                             ([1.0] * 5, "[1, 1, 1, 1, 1]"),
+                                             ([1.0, 1.0, 1.0, 1.0, 0.05],
+                                              "[1, 1, 1, 1, 0.05]")])
+def test_failures_name_the_spectrum(spectrum, shown, capsys):
+    assert not check_slow_mode_lag(spectrum)
+    out = capsys.readouterr().out
+    assert shown in out, out

@@ -100,3 +100,15 @@ def test_velocity_checker_accepts_reference_rejects_paper_flow():
     # the paper's decoupled flow is a different function (it agrees only for d = 1)
     assert not check_exact_mean_velocity(
         lambda p, q, s, N, eta: paper_velocity(p, q, s, N, eta=eta))
+
+
+def test_check_function_failure_shows_a_small_vector_input(capsys):
+    """Issue 30: a failing trial names a short 1-d input by its values (a spectrum), a large
+    one by its shape."""
+    def sample(rng):
+        return {"s": np.array([4.0, 2.0, 1.0, 0.5]), "M": np.zeros((3, 3))}
+
+    res = check_function(lambda s, M: s + 1.0, lambda s, M: s, sample, trials=1)
+    assert not res
+    out = capsys.readouterr().out
+    assert "s = [4, 2, 1, 0.5]" in out and "M: array of shape (3, 3)" in out, out

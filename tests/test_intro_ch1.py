@@ -77,3 +77,44 @@ def test_checker_reports_unimplemented():
         raise NotImplementedError
 
     assert not check_all_modes_active_from(stub)
+
+
+def _ratio(s):
+    s = np.asarray(s, dtype=float)
+    return np.sqrt(s).sum() / np.sqrt(s.min()) - s.size - 1
+
+
+def test_checker_rejects_a_non_integer_count(capsys):
+    """Issue 30: N_min is a context length, an integer; 3.3 for 3 used to pass (atol 0.5).
+    An integral float (3.0) is the same count and passes."""
+    assert not check_all_modes_active_from(lambda s: reference_threshold(s) + 0.3)
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "integer" in out and "s = [" in out, out
+    assert check_all_modes_active_from(lambda s: float(reference_threshold(s)))
+    assert check_all_modes_active_from(lambda s: np.int64(reference_threshold(s)))
+
+
+def test_checker_rejects_ceil_at_an_exact_threshold(capsys):
+    """Issue 30: max(1, ceil(x)) differs from floor(x) + 1 only when the threshold x is an
+    integer, where the bracket is exactly 0 and the mode is switched off (the exercise: kept
+    iff positive); the old checker drew no such spectrum and passed it."""
+    def ceil_threshold(s):
+        return max(1, int(np.ceil(_ratio(s))))
+
+    s = [1.0, 4.0, 9.0]                       # R / sqrt(s_min) - d - 1 = 6 - 4 = 2 exactly
+    assert _ratio(s) == 2 and ceil_threshold(s) == 2 and reference_threshold(s) == 3
+    assert exact_fixed_point(s, 2)[0] == 0 and np.all(exact_fixed_point(s, 3) > 0)
+    assert not check_all_modes_active_from(ceil_threshold)
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "s = [" in out and "bracket is 0" in out, out
+    assert check_all_modes_active_from(reference_threshold)
+
+
+def test_checker_failure_names_the_spectrum(capsys):
+    """A wrong answer's verdict prints the spectrum it failed on, not only its shape."""
+    def off_by_one(s):
+        return reference_threshold(s) + 1
+
+    assert not check_all_modes_active_from(off_by_one)
+    out = capsys.readouterr().out
+    assert "s = [" in out and "shape" not in out, out

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..validation import check_int, check_nonnegative
 
-__all__ = ["CheckResult", "check_function"]
+__all__ = ["CheckResult", "check_function", "format_vector"]
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,24 @@ def _as_outputs(value) -> list[np.ndarray]:
     return [np.asarray(value, dtype=float)]
 
 
+def format_vector(values, digits: int = 6) -> str:
+    """A short 1-d input as the reader would type it: ``[4, 2, 1, 0.1]`` (``digits``
+    significant digits per entry)."""
+    return "[" + ", ".join(f"{float(x):.{digits}g}" for x in np.ravel(values)) + "]"
+
+
+#: 1-d array inputs up to this length are shown by their values in a verdict, longer ones
+#: and matrices by their shape
+SHOW_VALUES_UP_TO = 8
+
+
 def _describe(inputs: Mapping[str, Any]) -> str:
     parts = []
     for k, v in inputs.items():
-        if isinstance(v, np.ndarray):
+        if isinstance(v, np.ndarray) and v.ndim == 1 and v.size <= SHOW_VALUES_UP_TO \
+                and v.dtype.kind in "iuf":
+            parts.append(f"{k} = {format_vector(v)}")
+        elif isinstance(v, np.ndarray):
             parts.append(f"{k}: array of shape {v.shape}")
         elif hasattr(v, "WP") and hasattr(v, "WQ"):
             parts.append(f"{k}: Params with d = {v.WP.shape[0] // 2}")

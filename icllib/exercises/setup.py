@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..validation import check_int, check_spectrum
-from .core import CheckResult, check_function
+from .core import CheckResult, check_function, format_vector
 
 __all__ = ["check_prediction_at_convergence", "check_all_modes_active_from",
            "check_floor_excess_spectrum", "large_N_floor_excess"]
@@ -58,8 +58,8 @@ def _sample_spread_spectrum(rng):
     """A spectrum of ``d`` in ``1..6`` modes, log-uniform over one to three decades.
 
     Spreads this wide switch modes off up to ``N`` of several hundred; the sampler redraws
-    spectra whose threshold lies within ``1e-6`` of an integer (a tie the exercise does not
-    ask about).
+    spectra whose threshold lies within ``1e-6`` of an integer (those are drawn exactly, by
+    :func:`_sample_tied_spectrum`, where rounding cannot blur them).
     """
     while True:
         d = int(rng.integers(1, 7))
@@ -70,18 +70,73 @@ def _sample_spread_spectrum(rng):
             return {"s": s}
 
 
+def _sample_tied_spectrum(rng):
+    """A spectrum whose threshold ``R / sqrt(s_min) - d - 1`` is an integer ``>= 1``, exactly.
+
+    ``s = 4^j m^2`` with integers ``m >= 1``, one of them 1 (the smallest): every square root
+    and the ratio are exact in floating point.  At ``N`` equal to the threshold the smallest
+    mode's bracket is exactly 0 (switched off: a mode is kept iff its bracket is *positive*),
+    so ``N_min`` is the threshold plus one, where ``ceil`` of it is one short.
+    """
+    while True:
+        d = int(rng.integers(2, 7))
+        m = np.concatenate([[1], rng.integers(1, 7, size=d - 1)])
+        if m.sum() - d - 1 >= 1:
+            s = 4.0 ** int(rng.integers(-3, 3)) * rng.permutation(m).astype(float) ** 2
+            return {"s": s}
+
+
 def check_all_modes_active_from(candidate: Callable, *, trials: int = 30,
                                 seed: int = 0) -> CheckResult:
     """Check ``candidate(s) -> N_min``, the shortest context at which no mode is switched off.
 
     Reference: the smallest ``N >= 1`` for which every product of
     :func:`icllib.theory.exact_fixed_point` is positive (book chapter 1, exercise 'When is
-    every mode learned?'; the exact minimiser of book chapter 3), found by search, on random
-    spectra with ``d`` in ``1..6`` spread over one to three decades.  Integer answer: exact.
+    every mode learned?'; the exact minimiser of book chapter 3), found by search.  Trials
+    draw random spectra with ``d`` in ``1..6`` spread over one to three decades, and every
+    third trial (the second, fifth, ...) a spectrum whose threshold is exactly an integer
+    (:func:`_sample_tied_spectrum`: there the bracket is 0 and the mode is off, which an
+    off-by-one ``ceil`` gets wrong).  The answer is a count: it must be an integer (an
+    ``int``, a NumPy integer or an integral float such as ``3.0``) equal to the reference;
+    ``3.3`` fails.  A failure names the spectrum.
     """
-    return check_function(candidate, _all_modes_active_from, _sample_spread_spectrum,
-                          trials=trials, seed=seed, rtol=0.0, atol=0.5,
-                          name="all_modes_active_from")
+    trials = check_int("trials", trials, 1)
+    seed = check_int("seed", seed, 0)
+    if not callable(candidate):
+        raise TypeError(f"candidate must be a function, got {type(candidate).__name__}")
+    name = "all_modes_active_from"
+    rng = np.random.default_rng(seed)
+
+    def verdict(passed, n, text):
+        msg = ("PASSED " if passed else "FAILED ") + f"{name}: " + text
+        print(msg)
+        return CheckResult(passed, name, n, 0.0 if passed else float("nan"), msg)
+
+    for trial in range(1, trials + 1):
+        tied = trial % 3 == 2
+        s = (_sample_tied_spectrum if tied else _sample_spread_spectrum)(rng)["s"]
+        expected = _all_modes_active_from(s)
+        asked = f"s = {format_vector(s)} (trial {trial})"
+        try:
+            got = candidate(s.copy())
+        except NotImplementedError:
+            return verdict(False, trial, "not implemented yet (it raised NotImplementedError).")
+        except Exception as exc:  # the reader's bug, reported rather than raised
+            return verdict(False, trial, f"raised {type(exc).__name__}: {exc} for {asked}.")
+        value = np.asarray(got) if isinstance(got, (np.ndarray, np.generic)) else got
+        if isinstance(value, np.ndarray) and value.shape == ():
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not np.isfinite(value) or value != int(value):
+            return verdict(False, trial, f"returned {got!r} for {asked}: N_min is a context "
+                           f"length, an integer (expected {expected}).")
+        if int(value) != expected:
+            why = (" The threshold is exactly an integer here: at N equal to it the smallest "
+                   "mode's bracket is 0, so it is switched off (kept only when positive)."
+                   if tied and int(value) == expected - 1 else "")
+            return verdict(False, trial, f"returned {int(value)} for {asked}, expected "
+                           f"{expected}.{why}")
+    return verdict(True, trials, f"right on all {trials} spectra.")
 
 
 def large_N_floor_excess(s) -> float:

@@ -142,8 +142,15 @@ def factor_table(runs, matrices=FACTOR_MATRICES, ranks=RANKS) -> dict:
     Returns
     -------
     dict
-        ``{(matrix, rank): {key: events}}``, each ``events`` with its ``"place"``
-        (:func:`classify_half`).
+        ``{(matrix, rank): {key: events}}``, ``key`` a run's ``(weight decay, seed)``, each
+        ``events`` the dict of :func:`distance_events` plus its ``"place"``
+        (:func:`classify_half`).  The fields: ``"half"`` (first checkpoint at which the
+        head-averaged distance has halved; NaN when it does not fall), ``"t50"``, ``"t95"`` (first
+        evaluations with test accuracy >= 50 %, >= 95 %; the ``"test_50"``, ``"test_95"`` of
+        :func:`~icllib.nonlinear.grokking.analysis.grokking_timing`), ``"settle"``,
+        ``"lead_50"``, ``"lead_95"``, ``"rotation_peak"``, ``"floor"`` and ``"place"`` (one
+        of :data:`PLACES`).  Book chapter 7's exercise 'Flip a verdict' counts runs with
+        ``"half"``, ``"t50"`` and ``"t95"`` of ``table["OV", "final"]``.
     """
     table = {}
     for matrix in matrices:
