@@ -10,7 +10,11 @@ embeddings. Each file records, in its ``meta``, the command that regenerates it.
     python scripts/make_ch7_runs.py                       # the whole plan (experiment_plan)
     python scripts/make_ch7_runs.py --seeds 0 --weight-decays 1.0
     python scripts/make_ch7_runs.py --controls            # only the random-label controls
+    python scripts/make_ch7_runs.py --scale medium --jobs 2 --skip-existing   # CPU-hours
     python scripts/make_ch7_runs.py --scale full --device cuda --batched
+
+A file is written atomically once its run is complete, so an interrupted command loses only
+the runs in progress; ``--skip-existing`` then trains only the runs whose files are missing.
 
 Runs are deterministic on the CPU (one torch thread, one BLAS thread each); on a GPU the
 cuBLAS workspace is fixed (``CUBLAS_WORKSPACE_CONFIG``) before deterministic algorithms are
@@ -39,11 +43,15 @@ def one_run(seed: int, weight_decay: float, scale: str, out: str, progress: bool
     from icllib.nonlinear.runs import save_run
 
     t0 = time.perf_counter()
+    path = Path(out) / run_file_name(weight_decay, seed, random_labels)
+    print(f"start {path.name}", flush=True)
     with threadpool_limits(1):
         summary = make_run(weight_decay, seed, scale, device=device, progress=progress,
                            random_labels=random_labels, n_steps=n_steps)
-    path = Path(out) / run_file_name(weight_decay, seed, random_labels)
-    save_run(summary, path)
+    # atomically: a file that exists is a complete run (--skip-existing relies on it)
+    partial = path.with_name(path.stem + ".partial.npz")
+    save_run(summary, partial)
+    partial.replace(path)
     m = summary.meta
     return (f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
             f"{m['seconds']:.1f} s training ({m['steps_per_second']:.1f} steps/s), "
@@ -73,6 +81,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="runs in parallel (one core each)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--skip-existing", action="store_true",
+                    help="train only the runs whose files do not exist yet (resume)")
     ap.add_argument("--batched", action="store_true",
                     help="train the seeds of each setting as one vmapped model (for a GPU; "
                          "bench/bench_ch7_full_scale.py: the full plan then fits one H200)")
@@ -91,6 +101,16 @@ def main(argv=None) -> int:
             and (control or not args.controls)]
     if args.seeds is not None and args.weight_decays is not None:     # explicit runs
         jobs = [(s, wd, args.controls) for wd in args.weight_decays for s in args.seeds]
+    if args.skip_existing:
+        from icllib.nonlinear.grokking import run_file_name
+
+        todo = [job for job in jobs
+                if not (Path(args.out) / run_file_name(job[1], job[0], job[2])).exists()]
+        print(f"{len(jobs) - len(todo)} of {len(jobs)} runs exist; training {len(todo)}",
+              flush=True)
+        jobs = todo
+    # seed by seed, each run beside its control: a partial set is balanced
+    jobs.sort(key=lambda job: (job[0], job[2], job[1]))
     t0 = time.perf_counter()
     progress = not args.no_progress and args.jobs == 1
     if args.batched:

@@ -133,3 +133,24 @@ def test_sensitivity_corrects_the_best_reading_for_the_number_tried():
     assert row.p_control_holm == pytest.approx(min(1.0, m * row.p_control))
     with pytest.raises(ValueError, match="claim must be"):
         sensitivity(events, "norm lead")
+
+
+def test_the_autocorrelation_peak_is_the_flattest_stretch_not_the_noisiest():
+    """kappa <= 0: its peak is the stretch where the loss moves smoothly above the batch noise
+    (a fall inside the window), its trough the most noise-like stretch.  An estimator that took
+    the most curved stretch as the peak (argmin) would miss the window here."""
+    from types import SimpleNamespace
+
+    from icllib.nonlinear.induction.primary import acf_peak_event
+
+    rng = np.random.default_rng(0)
+    steps = 10.0 * np.arange(400)                       # 4000 steps stored every 10
+    loss = 3.0 - 1.5 / (1 + np.exp(-(steps - 2000) / 40)) + 0.01 * rng.normal(size=steps.size)
+    run = SimpleNamespace(train_loss_steps=steps, train_loss=loss)
+    window = SimpleNamespace(start=1900.0, end=2100.0)
+    hit, rate = acf_peak_event(run, window)
+    assert hit and 0 < rate < 0.2
+    miss, same_rate = acf_peak_event(run, window, extreme="trough")
+    assert not miss and same_rate == rate
+    with pytest.raises(ValueError, match="extreme"):
+        acf_peak_event(run, window, extreme="largest")

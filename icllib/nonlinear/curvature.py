@@ -22,8 +22,10 @@ Loss autocorrelation and its curvature at zero lag
     For a stationary smooth signal ``kappa = -E[r'^2] / E[r^2]`` (units 1/step^2): it is
     ``-omega^2`` for a sinusoid of angular frequency ``omega`` (``A(k) = cos(omega k delta)``),
     near 0 for a loss that changes slowly within the window and strongly negative
-    (``-2 sum x^2 / sum x^4``) for uncorrelated noise.  A peak of ``|kappa|`` marks a window in
-    which the loss fluctuates fastest relative to its size.
+    (``-2 sum x^2 / sum x^4``) for uncorrelated noise.  ``kappa`` is negative unless
+    ``A(k) > 1`` at some lag (rare); its *peak* (largest, least negative value) marks the
+    window in which the residual loss varies most smoothly relative to its size, its trough
+    the one closest to white noise.
 Curvature of a parameter norm
     ``d^2 ||theta|| / dt^2`` from a Savitzky-Golay filter (``scipy.signal.savgol_filter``,
     a local least-squares polynomial of degree ``polyorder`` over ``W`` samples,

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...validation import check_choice
 from ...verdicts import SPECIFIC_LEVEL, Count, base_rate_test, control_test
 from ..curvature import autocorrelation_curvature
 from ..runs import load_run
@@ -94,8 +95,9 @@ PRIMARY_READINGS = {
         "Wedin bound): the same half-way measure for both curves"),
     "acf peak": Reading(
         "the curvature of the loss autocorrelation marks the transition",
-        "the 200-step stretch of training loss whose autocorrelation is most curved at zero "
-        "lag overlaps the window",
+        "the 200-step stretch of training loss at which the curvature of its autocorrelation "
+        "at zero lag peaks (the largest, least negative kappa: the flattest autocorrelation, "
+        "where the loss moves smoothly above its batch noise) overlaps the window",
         "the paper tracks this measure at the transition; the estimator is the book's "
         "(evidence page), and the chance that a random stretch overlaps is the base rate",
         in_window=True),
@@ -105,28 +107,43 @@ PRIMARY_READINGS = {
 ACF_WINDOW, ACF_LAGS = 20, 4
 
 
-def acf_peak_event(run: InductionRunSummary, window) -> tuple[bool, float]:
-    """Does the most curved stretch of the loss autocorrelation overlap ``window``?
+#: which extreme of the curvature an autocorrelation event takes (:func:`acf_peak_event`)
+ACF_EXTREMES = ("peak", "trough")
+
+
+def acf_peak_event(run: InductionRunSummary, window, *,
+                   extreme: str = "peak") -> tuple[bool, float]:
+    """Does the stretch at which the loss autocorrelation's curvature peaks overlap ``window``?
+
+    The zero-lag curvature ``kappa`` of a detrended autocorrelation is negative: near 0 where
+    the residual loss varies smoothly (a flat autocorrelation), at the white-noise level
+    ``-2 sum x^2 / sum x^4`` where it is step-to-step noise (:mod:`icllib.nonlinear.curvature`).
+    Its *peak* is its largest (least negative) value, the flattest autocorrelation: the
+    chapter's primary reading.  ``extreme="trough"`` takes the smallest (most negative) value
+    instead, the most noise-like stretch (a sensitivity reading).
 
     Parameters
     ----------
     run : InductionRunSummary
     window : EmergenceWindow
         The run's own window, or a control's placebo window.
+    extreme : {"peak", "trough"}
 
     Returns
     -------
     (hit, base_rate) : (bool, float)
-        ``hit``: the stretch (:data:`ACF_WINDOW` stored losses) with the largest zero-lag
-        curvature (:func:`icllib.nonlinear.curvature.autocorrelation_curvature`) overlaps
-        the window; ``base_rate``: the share of all stretches that overlap it (the chance of
-        a hit if the largest curvature fell on a random stretch).
+        ``hit``: the stretch (:data:`ACF_WINDOW` stored losses) at the chosen extreme of the
+        zero-lag curvature (:func:`icllib.nonlinear.curvature.autocorrelation_curvature`)
+        overlaps the window; ``base_rate``: the share of all stretches that overlap it (the
+        chance of a hit if the extreme fell on a random stretch).
     """
+    extreme = check_choice("extreme", extreme, ACF_EXTREMES)
     centres, kappa = autocorrelation_curvature(run.train_loss_steps, run.train_loss,
                                                window=ACF_WINDOW, max_lag=ACF_LAGS)
     half = ACF_WINDOW * TRAIN_LOSS_BIN / 2
     overlaps = (centres + half >= window.start) & (centres - half <= window.end)
-    return bool(overlaps[int(np.argmax(kappa))]), float(overlaps.mean())
+    i = int(np.argmax(kappa)) if extreme == "peak" else int(np.argmin(kappa))
+    return bool(overlaps[i]), float(overlaps.mean())
 
 
 def primary_events(directory) -> dict[str, dict[str, float]]:
