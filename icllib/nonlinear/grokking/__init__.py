@@ -57,8 +57,8 @@ from .training import (
     experiment_seeds,
     experiment_settings,
     full_config,
-    quick_config,
     medium_config,
+    quick_config,
     train_grokking,
 )
 
@@ -68,7 +68,8 @@ __all__ = [
     "RANKS", "FINAL_RANK_RTOL", "FACTOR_MATRICES", "final_rank", "distance_key", "rotation_key",
     "truncated_metrics", "distance_events", "PLACES", "classify_half", "factor_table",
     "CIRCUIT_NAMES", "ModularTransformer",
-    "GrokkingConfig", "quick_config", "medium_config", "full_config", "experiment_settings", "experiment_seeds",
+    "GrokkingConfig", "quick_config", "medium_config", "full_config", "experiment_settings",
+    "experiment_seeds",
     "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun", "train_grokking", "train_grokking_seeds",
     "settle_step", "rotation_peak", "embedding_fourier_power", "grokking_timing",
     "CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "make_runs_batched",
