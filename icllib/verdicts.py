@@ -36,7 +36,7 @@ import numpy as np
 from .validation import check_array, check_int, check_real
 
 __all__ = ["CONFIDENCE", "VERDICTS", "SPECIFIC_LEVEL", "wilson_interval", "verdict", "Count",
-           "control_test", "base_rate_test", "holm"]
+           "Reading", "control_test", "base_rate_test", "holm"]
 
 #: confidence level of every interval in the book's verdict tables
 CONFIDENCE = 0.95
@@ -44,6 +44,28 @@ CONFIDENCE = 0.95
 VERDICTS = ("holds", "mixed", "fails")
 #: a claim is specific to its setting when :func:`control_test` gives a p-value below this
 SPECIFIC_LEVEL = 0.05
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One claim of the paper at its primary reading (chapters 6b and 7).
+
+    Attributes
+    ----------
+    claim : str
+        The claim in the paper's words (as we read them).
+    reading : str
+        What is measured and what counts as the claim holding in one run.
+    why : str
+        Why this reading: the paper's wording and the book's theory.
+    in_window : bool
+        Whether the claim is an "event falls in the window" claim with a base rate.
+    """
+
+    claim: str
+    reading: str
+    why: str
+    in_window: bool = False
 
 
 def _check_count(k, n):

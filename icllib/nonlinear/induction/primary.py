@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ...validation import check_choice
-from ...verdicts import SPECIFIC_LEVEL, Count, base_rate_test, control_test
+from ...verdicts import SPECIFIC_LEVEL, Count, Reading, base_rate_test, control_test
 from ..curvature import autocorrelation_curvature
 from ..runs import load_run
 from .factors import WITH_TOLERANCE, outcome_at
@@ -41,28 +41,6 @@ from .runs import TRAIN_LOSS_BIN, InductionRunSummary, parse_run_name
 __all__ = ["Reading", "PRIMARY_READINGS", "ACF_WINDOW", "ACF_LAGS", "acf_peak_event",
            "primary_events", "claim_holds", "PrimaryResult", "primary_counts", "primary_results",
            "Sensitivity", "sensitivity"]
-
-
-@dataclass(frozen=True)
-class Reading:
-    """One claim of the paper at its primary reading.
-
-    Attributes
-    ----------
-    claim : str
-        The claim in the paper's words (as we read them).
-    reading : str
-        What is measured and what counts as the claim holding in one run.
-    why : str
-        Why this reading: the paper's wording and the linear theory (book chapter 6).
-    in_window : bool
-        Whether the claim is an "event falls in the window" claim with a base rate.
-    """
-
-    claim: str
-    reading: str
-    why: str
-    in_window: bool = False
 
 
 #: the primary reading of each claim, keyed by a short name; fixed before the medium runs
