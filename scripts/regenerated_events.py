@@ -25,6 +25,12 @@ file then covers exactly those runs::
     python scripts/regenerated_events.py ch6 /tmp/regen/ch6m --scale medium --regenerate \
         --jobs 2 --runs run_L2_learned_std0.1_seed0 run_L2_sinusoidal_std0.1_seed0 \
         run_L2_relative_std0.1_seed0
+
+``--merge`` keeps the events already stored for the other runs (runs added to a chapter after
+its regeneration: chapter 7's quick controls with seeds 3 and 4)::
+
+    python scripts/regenerated_events.py ch7 /tmp/regen/ch7c --regenerate --jobs 2 --merge \
+        --runs control_wd1_seed3 control_wd1_seed4
 """
 
 from __future__ import annotations
@@ -84,6 +90,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="with --regenerate: runs side by side")
     ap.add_argument("--runs", nargs="+", default=None,
                     help="only these shipped runs (file stems), e.g. one per setting")
+    ap.add_argument("--merge", action="store_true",
+                    help="with --runs: keep the other runs' events already in the events file "
+                         "(runs added to a chapter after its regeneration)")
     args = ap.parse_args(argv)
     if args.chapter == "ch6":           # the one-layer controls need their partners' windows
         from icllib.nonlinear.induction.reproduction import chapter_events
@@ -116,6 +125,14 @@ def main(argv=None) -> int:
               f"{sorted(set(events) - {Path(n).stem for n in names})}", file=sys.stderr)
         return 2
     out = shipped / EVENTS_FILE
+    if args.merge:
+        from icllib.nonlinear.reproduction import load_events
+
+        if args.runs is None:
+            print("--merge needs --runs", file=sys.stderr)
+            return 2
+        kept, _ = load_events(out)
+        events = {**kept, **events}
     save_events(out, events, command=regeneration_command(args.chapter))
     print(f"{out.relative_to(ROOT)}: events of {len(events)} runs, "
           f"{out.stat().st_size / 1024:.0f} KiB")

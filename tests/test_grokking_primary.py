@@ -81,3 +81,29 @@ def test_every_reading_states_its_reason():
     assert all(r.claim and r.reading and r.why for r in PRIMARY_READINGS.values())
     with pytest.raises(ValueError, match="claim must be one of"):
         claim_holds("grokking", primary_events(_run()))
+
+
+def test_the_sensitivity_family_corrects_the_best_reading_for_its_size():
+    from icllib.nonlinear.grokking.factors import RANKS, distance_key
+    from icllib.nonlinear.grokking.primary import OV_VIEWS, sensitivity
+    assert distance_key("OV", "final", T) != distance_key("OV", "d_head", T)
+
+    def full(**kw):
+        run = _run(**kw)
+        d = run[f"OV/distance_to_{T}"]
+        for view in OV_VIEWS:
+            for rank in RANKS:
+                run[distance_key(view, rank, T)] = d
+        return run
+
+    runs = {(1.0, s): full() for s in range(5)}
+    controls = {(1.0, s): full(grok=False, ov_half=600) for s in range(5)}
+    rows = sensitivity(runs, controls, 1.0)
+    assert len(rows) == len(OV_VIEWS) * len(RANKS)
+    for row in rows:
+        assert row.count.k == 5 and row.control.k == 0
+        # 5/5 against one half: p = 1/32 raw; Holm over 18 equal p-values multiplies by 18
+        assert row.p_half == pytest.approx(1 / 32)
+        assert row.p_half_holm == pytest.approx(min(1.0, 18 / 32))
+    with pytest.raises(ValueError, match="weight_decay"):
+        sensitivity(runs, controls, 3.0)

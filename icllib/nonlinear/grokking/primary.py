@@ -35,8 +35,9 @@ from ...verdicts import SPECIFIC_LEVEL, Count, Reading, base_rate_test, control_
 from .analysis import rotation_peak
 from .factors import NO_SIGNAL, distance_key, rotation_key
 
-__all__ = ["PRIMARY_READINGS", "primary_events", "claim_holds", "GrokkingResult",
-           "primary_counts", "primary_results"]
+__all__ = ["PRIMARY_READINGS", "distance_half", "primary_events", "claim_holds",
+           "GrokkingResult", "primary_counts", "primary_results", "OV_VIEWS", "Sensitivity",
+           "sensitivity"]
 
 #: the primary reading of each claim; fixed before the medium runs
 PRIMARY_READINGS = {
@@ -75,6 +76,15 @@ def _window_share(steps: np.ndarray, lo: float, hi: float) -> float:
     return float(np.mean((steps >= lo) & (steps <= hi)))
 
 
+def distance_half(summary, matrix: str, rank: str) -> float:
+    """Half-time of one view's head-averaged distance to the last checkpoint (NaN when it
+    does not fall by more than :data:`~.factors.NO_SIGNAL`)."""
+    ck = np.asarray(summary["checkpoint_steps"], dtype=float)
+    distance = np.asarray(summary[distance_key(matrix, rank, int(ck[-1]))]).mean(axis=1)
+    return (half_way_time(ck, distance, min_change=NO_SIGNAL) if distance[0] > distance[-1]
+            else float("nan"))
+
+
 def primary_events(summary, window: tuple[float, float] | None = None) -> dict[str, float]:
     """The events of one run that the primary readings use.
 
@@ -107,9 +117,7 @@ def primary_events(summary, window: tuple[float, float] | None = None) -> dict[s
     t50, t95 = (float(x) for x in window)
     every = float(ck[1] - ck[0])
     lag = int(summary["meta"]["analysis"]["lag"])
-    distance = np.asarray(summary[distance_key("OV", "d_head", int(ck[-1]))]).mean(axis=1)
-    ov_half = (half_way_time(ck, distance, min_change=NO_SIGNAL) if distance[0] > distance[-1]
-               else float("nan"))
+    ov_half = distance_half(summary, "OV", "d_head")
     peak, _ = rotation_peak(ck, np.asarray(summary[rotation_key("OV", "d_head")]).mean(axis=1))
     with_tol, rot_tol = every, (lag + 1) * every
     out = {"t50": t50, "t95": t95,
@@ -251,3 +259,81 @@ def primary_results(runs: dict, controls: dict) -> list[GrokkingResult]:
                                         [ev[rate] for ev in readable])
             out.append(GrokkingResult(claim, wd, count, control, p_control, p_base))
     return out
+
+
+#: the views of the OV circuit that the sensitivity analysis reads (:mod:`.factors`)
+OV_VIEWS = ("OV", "OV_sum", "OV_cat", "OV_write", "OV_sum_write", "OV_cat_write")
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """One reading of "the OV distance falls with the jump", with its family's correction.
+
+    Attributes
+    ----------
+    reading : str
+        ``"<view> / <rank>"``.
+    count, control : Count
+        Grokking runs / random-label controls (at their placebo windows) whose distance is
+        half-way within the jump widened by one checkpoint interval.
+    p_half, p_half_holm : float
+        One-sided binomial p-value of ``count`` against a rate of one half, raw and
+        Holm-adjusted over every reading of the family.
+    p_control, p_control_holm : float
+        :func:`icllib.verdicts.control_test`, raw and Holm-adjusted.
+    """
+
+    reading: str
+    count: Count
+    control: Count
+    p_half: float
+    p_half_holm: float
+    p_control: float
+    p_control_holm: float
+
+
+def sensitivity(runs: dict, controls: dict, weight_decay: float) -> list[Sensitivity]:
+    """Every reading (:data:`OV_VIEWS` x ranks) of "the OV distance is half-way with the
+    jump" at one weight decay, each against the controls at the same reading, with p-values
+    Holm-adjusted over all the readings (the family any "best reading" is chosen from).
+
+    Parameters
+    ----------
+    runs, controls : dict
+        As for :func:`primary_results`.
+    weight_decay : float
+
+    Returns
+    -------
+    list of Sensitivity
+        In the order of :data:`OV_VIEWS`, then :data:`~.factors.RANKS`.
+    """
+    from scipy.stats import binomtest
+
+    from ...verdicts import holm
+    from .factors import RANKS
+
+    own = {seed: s for (w, seed), s in runs.items() if w == weight_decay}
+    if not own:
+        raise ValueError(f"weight_decay: no runs at {weight_decay:g}")
+    windows = {seed: primary_events(s) for seed, s in own.items()}
+    placebo = {seed: s for (w, seed), s in controls.items() if w == weight_decay and seed in own}
+    def hits(group, view, rank):
+        out = []
+        for seed, s in group.items():
+            ev, half = windows[seed], distance_half(s, view, rank)
+            tol = ev["with_tolerance"]
+            out.append(bool(ev["t50"] - tol <= half <= ev["t95"] + tol))
+        return Count(sum(out), len(out))
+
+    rows, p_half, p_ctrl = [], [], []
+    for view in OV_VIEWS:
+        for rank in RANKS:
+            c, cc = hits(own, view, rank), hits(placebo, view, rank)
+            rows.append((f"{view} / {rank}", c, cc))
+            p_half.append(binomtest(c.k, c.n, 0.5, alternative="greater").pvalue)
+            p_ctrl.append(control_test(c, cc) if cc.n else 1.0)
+    ph, pc = holm(p_half), holm(p_ctrl)
+    return [Sensitivity(name, c, cc, float(p_half[i]), float(ph[i]), float(p_ctrl[i]),
+                        float(pc[i])) for i, (name, c, cc) in enumerate(rows)]
+
