@@ -32,7 +32,7 @@ Usage (from the repository root)::
 
     # re-run chosen mutants (ids as printed by a previous run)
     .venv/bin/python bench/mutation_pass.py --module icllib/metrics.py \\
-        --tests tests/test_metrics.py tests/test_mutants_metrics.py --only 12,40
+        --tests tests/test_metrics.py --only 12,40
 
     # list the mutants without running anything
     .venv/bin/python bench/mutation_pass.py --module icllib/metrics.py --list

@@ -25,7 +25,7 @@ are the same (their command ends in ``--batched``).
 
 ``--scale`` defaults to ``ICLLIB_SCALE`` (quick when unset), as for every experiment of the
 book.  Quick-scale runs are made on CPU with one thread and deterministic algorithms, so the
-same machine reproduces them bit for bit (tests/test_attention_only.py checks the demo file);
+same machine reproduces them bit for bit (tests/test_nonlinear_induction.py checks the demo file);
 on a GPU the cuBLAS workspace is fixed first (``CUBLAS_WORKSPACE_CONFIG``).  Existing files
 are overwritten, unless ``--skip-existing``: then a run whose file exists is not trained
 again, so an interrupted plan resumes where it stopped (a file is written only once its run

@@ -6,7 +6,9 @@ random inputs, compares the outputs, prints a one-line verdict and returns a
 come from the reference code, never from the reader's answer.
 
 Layout: :func:`check_function` is the generic engine; every exercise has a small
-``check_<thing>`` wrapper below it that names the reference and draws the inputs.  Chapter
+``check_<thing>`` wrapper below it that names the reference and draws the inputs.  A checker
+that judges something else than agreement with a reference runs its own trials and starts
+with :func:`start_checker`.  Chapter
 writers add new wrappers at the end of this file (append only).
 
 Example
@@ -30,7 +32,7 @@ import numpy as np
 
 from ..validation import check_int, check_nonnegative
 
-__all__ = ["CheckResult", "check_function", "format_vector"]
+__all__ = ["CheckResult", "check_function", "format_vector", "start_checker"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +189,29 @@ def check_function(candidate: Callable, reference: Callable, sample_inputs: Call
                                f"{g[i]:.6g}.")
     return verdict(True, trials, worst,
                    f"agrees with the reference on {trials} random inputs.")
+
+
+def start_checker(candidate: Callable, trials: int, seed: int, *, name: str | None = None,
+                  verbose: bool = True) -> tuple[int, np.random.Generator, Callable]:
+    """The start of a checker that runs its own trials instead of :func:`check_function`.
+
+    Checks that ``candidate`` is a function and ``trials`` an integer ``>= 1``, and returns
+    ``(trials, rng, verdict)``: ``rng`` the generator seeded with ``seed``, and
+    ``verdict(passed, n, text)`` the checker's last word after ``n`` trials: it prints
+    ``PASSED <name>: <text>`` or ``FAILED <name>: <text>`` (unless ``verbose`` is false) and
+    returns that :class:`CheckResult`, whose ``max_error`` is 0 on a pass and ``nan`` on a
+    failure.  ``name`` defaults to the candidate's ``__name__``.
+    """
+    if not callable(candidate):
+        raise TypeError(f"candidate must be a function, got {type(candidate).__name__}")
+    trials = check_int("trials", trials, 1)
+    rng = np.random.default_rng(seed)
+    name = name or getattr(candidate, "__name__", "your function")
+
+    def verdict(passed: bool, n: int, text: str) -> CheckResult:
+        msg = ("PASSED " if passed else "FAILED ") + f"{name}: " + text
+        if verbose:
+            print(msg)
+        return CheckResult(passed, name, n, 0.0 if passed else float("nan"), msg)
+
+    return trials, rng, verdict

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..validation import check_array, check_int, check_spectrum
-from .core import CheckResult, check_function
+from .core import CheckResult, check_function, start_checker
 
 __all__ = ["check_task_set_fixed_point", "check_manifold_preserving_set", "two_order_loss",
            "check_two_order_rule"]
@@ -70,16 +70,7 @@ def check_manifold_preserving_set(candidate: Callable, *, trials: int = 20,
     """
     from ..train.task_fitting import q2_drive, task_third_moments
 
-    if not callable(candidate):
-        raise TypeError(f"candidate must be a function, got {type(candidate).__name__}")
-    trials = check_int("trials", trials, 1)
-    rng = np.random.default_rng(seed)
-    name = getattr(candidate, "__name__", "your function")
-
-    def verdict(passed, n, text):
-        msg = ("PASSED " if passed else "FAILED ") + f"{name}: " + text
-        print(msg)
-        return CheckResult(passed, name, n, float("nan") if not passed else 0.0, msg)
+    trials, rng, verdict = start_checker(candidate, trials, seed)
 
     for trial in range(1, trials + 1):
         P, d = 2 * int(rng.integers(1, 33)), int(rng.integers(2, 7))
@@ -189,16 +180,7 @@ def check_two_order_rule(candidate: Callable, *, trials: int = 8, seed: int = 0)
     """
     from ..train.finite_tasks import task_set_floor
 
-    if not callable(candidate):
-        raise TypeError(f"candidate must be a function, got {type(candidate).__name__}")
-    trials = check_int("trials", trials, 1)
-    rng = np.random.default_rng(seed)
-    name = getattr(candidate, "__name__", "your function")
-
-    def verdict(passed, n, text):
-        msg = ("PASSED " if passed else "FAILED ") + f"{name}: " + text
-        print(msg)
-        return CheckResult(passed, name, n, float("nan") if not passed else 0.0, msg)
+    trials, rng, verdict = start_checker(candidate, trials, seed)
 
     worst = 0.0
     for trial in range(1, trials + 1):

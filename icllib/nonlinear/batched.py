@@ -10,8 +10,8 @@ tensors performs ``S`` independent runs.  Optimisers that mix elements (gradient
 global norm, LAMB, ...) would couple the seeds and must not be used here.
 
 A batched run equals the ``S`` single runs up to the order of floating-point sums
-(``tests/test_batched.py`` checks it in float64); ``bench/bench_batched_seeds.py`` measures
-steps per second for 1 and ``S`` seeds.
+(``tests/test_nonlinear_batched.py`` checks it in float64); ``bench/bench_batched_seeds.py``
+measures steps per second for 1 and ``S`` seeds.
 """
 
 from __future__ import annotations

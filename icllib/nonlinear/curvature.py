@@ -3,7 +3,7 @@ r"""Curvature of the loss autocorrelation and of parameter norms (book chapter 6
 The paper tracks two more measures in its attention-only runs, the curvature of the loss
 autocorrelation and the curvature of parameter norms, without giving its estimators.  The
 book uses the two estimators below; both are tested on curves with known answers
-(``tests/test_curvature.py``).  Both need samples on a uniform time grid (spacing
+(``tests/test_nonlinear_curvature.py``).  Both need samples on a uniform time grid (spacing
 ``delta`` steps).
 
 Loss autocorrelation and its curvature at zero lag

@@ -14,7 +14,7 @@ Only the "=" position's output is read, and there is a single layer, so the forw
 computes attention from that position only, the keys and values once per possible
 (position, token) pair, and the MLP at that position only: the same function (and the same
 gradients) as running every position through a causal transformer and reading the last one
-(tests/test_grokking.py checks this), at about half the cost on a CPU.
+(tests/test_nonlinear_grokking.py checks this), at about half the cost on a CPU.
 """
 
 from __future__ import annotations

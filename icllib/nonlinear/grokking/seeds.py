@@ -8,8 +8,8 @@ and initialisation, and the result is one :class:`GrokkingRun` per seed, as
 :func:`~icllib.nonlinear.grokking.training.train_grokking` returns it.  The runs can differ from
 single runs only in the order of floating-point sums (like a run on another CPU, and then they
 diverge as chaotic training does); on this CPU the curves of the first 30 steps agree to
-``1e-15`` relative and the checkpoints bit for bit (``tests/test_grokking.py`` asserts 1e-12).
-``scripts/make_ch7_runs.py --batched`` uses it for the full scale
+``1e-15`` relative and the checkpoints bit for bit (``tests/test_nonlinear_grokking.py`` asserts
+1e-12).  ``scripts/make_ch7_runs.py --batched`` uses it for the full scale
 (``bench/bench_ch7_full_scale.py``: this is what makes the full plan fit one GPU).
 """
 

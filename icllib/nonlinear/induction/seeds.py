@@ -20,8 +20,8 @@ each seed's weights (:meth:`BatchedSeeds.model`), except the head scores, which 
 on the device (:func:`~icllib.nonlinear.induction.analysis.head_scores_on_device`, the
 implementation that :func:`~icllib.nonlinear.induction.analysis.head_scores` runs too) instead
 of copying every attention pattern to the host, which at full scale would cost more than the
-training (``bench/bench_ch6_full_scale.py``).  ``tests/test_batched.py`` checks a batched run
-against single runs.  ``scripts/make_ch6_runs.py --batched`` uses it.
+training (``bench/bench_ch6_full_scale.py``).  ``tests/test_nonlinear_batched.py`` checks a batched
+run against single runs.  ``scripts/make_ch6_runs.py --batched`` uses it.
 """
 
 from __future__ import annotations

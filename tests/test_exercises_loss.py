@@ -1,17 +1,67 @@
-"""Chapter 5, exercise 'What the products cannot see': the checker accepts points whose
-products are all zero and whose exact loss is well above the paper's, and rejects the
-plausible wrong answers; the excess is the leak through the off-diagonal context covariance."""
+"""icllib.exercises.loss, the checkers of chapter 5: the paper's loss, the exact floor and
+'What the products cannot see' (a point whose products are all zero and whose exact loss
+is well above the paper's: the leak through the off-diagonal context covariance)."""
 
 import numpy as np
 import pytest
 
 from icllib.data import DataConfig, sample_statistics
+from icllib.exercises import check_exact_floor
 from icllib.exercises.loss import check_zero_product_excess
 from icllib.model import Params
-from icllib.theory import exact_loss, paper_loss
+from icllib.theory import converged_loss, exact_converged_loss, exact_loss, paper_loss, s_inf
+from icllib.theory.losses import exact_floor_active_set
 from icllib.train import loss_and_grads
 
 S, N = np.array([4.0, 2.0, 1.0, 0.5]), 10
+
+
+def test_check_paper_loss_passes_reference_and_fails_the_wrong_units_formula():
+    from icllib.exercises import check_paper_loss
+    from icllib.theory import paper_loss
+
+    assert check_paper_loss(paper_loss)
+
+    def corrected(a, s, N):
+        s = np.asarray(s, float)
+        return 0.5 * np.sum(s * (1 - 2 * s * a + s * s_inf(s, N) * a**2), axis=-1)
+
+    def wrong_units(a, s, N):  # s a_inf a^2 instead of s s_inf a^2: wrong units
+        s = np.asarray(s, float)
+        return 0.5 * np.sum(s * (1 - 2 * s * a + s * a**2 / s_inf(s, N)), axis=-1)
+
+    assert check_paper_loss(corrected)
+    assert not check_paper_loss(wrong_units)
+
+
+def test_check_exact_floor_passes_the_reference_and_fails_the_all_active_form():
+    assert check_exact_floor(exact_converged_loss)
+    assert check_exact_floor(exact_floor_active_set)
+
+    def all_active(s, N):            # the all-modes-active closed form, wrong when modes are off
+        s = np.asarray(s, float)
+        T, R, d = s.sum(), np.sqrt(s).sum(), s.size
+        return 0.5 * (T / (N + 1) + N * R**2 / ((N + 1) * (N + 1 + d)))
+
+    assert not check_exact_floor(all_active)
+    assert not check_exact_floor(converged_loss)
+
+
+def test_checkers_of_chapter_5_are_quiet_when_asked(capsys):
+    from icllib.exercises import check_exact_floor, check_paper_loss
+    from icllib.theory import exact_converged_loss, paper_loss
+
+    assert check_paper_loss(paper_loss, verbose=False)
+    assert not check_exact_floor(paper_loss_floor_typo, verbose=False)
+    assert check_exact_floor(exact_converged_loss, verbose=False)
+    assert capsys.readouterr().out == ""
+
+
+def paper_loss_floor_typo(s, N):
+    return exact_converged_loss(s, N) * 1.01
+
+
+# ------------------------------------- what the products cannot see (check_zero_product_excess)
 
 
 @pytest.mark.parametrize("p, q", [([1.0, 0, 0, 0], [0, 1.0, 0, 0]),

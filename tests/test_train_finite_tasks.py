@@ -1,11 +1,10 @@
-"""Training on a fixed set of P tasks: theory (icllib.train.finite_tasks) and its checker."""
+"""Training on a fixed set of P tasks: the theory of icllib.train.finite_tasks."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
 from icllib.data import DataConfig, sample_task_set
-from icllib.exercises import check_task_set_fixed_point
 from icllib.flows import exact_mean_velocity
 from icllib.model import Params
 from icllib.theory import exact_converged_loss, exact_fixed_point, exact_loss, tau
@@ -101,20 +100,3 @@ def test_monte_carlo_loss_matches_the_theory_on_the_reduced_manifold():
     for tk, want in ((tasks, task_set_loss(p, q, S, 10, m_true)), (None, exact_loss(p, q, S, 10))):
         mean, se = monte_carlo_loss(params, cfg, 200_000, rng, tasks=tk, batch=50_000)
         assert abs(mean - want) < 4.5 * se, (mean, want, se)
-
-
-def test_checker_passes_reference_and_fails_wrong_answers():
-    assert check_task_set_fixed_point(task_set_fixed_point)
-
-    def ignores_tasks(s, N, m):
-        return exact_fixed_point(s, N)
-
-    def scales_everything(s, N, m):  # s -> m s in the whole formula
-        return exact_fixed_point(np.asarray(m) * s, N)
-
-    def no_water_filling(s, N, m):
-        u = np.sqrt(np.asarray(m) * s)
-        return (N / (N + 1)) * (1 - u.sum() / ((N + 1 + u.size) * u)) / s
-
-    for wrong in (ignores_tasks, scales_everything, no_water_filling):
-        assert not check_task_set_fixed_point(wrong)

@@ -1,14 +1,72 @@
-"""Chapter 4, exercise 'A spectrum that fools the paper': the checker accepts the reference
-designs and rejects the plausible wrong ones, and the lag it measures is the chapter's."""
+"""icllib.exercises.timescales, the checkers of chapter 4: the logistic, the plateau of any
+start and 'A spectrum that fools the paper' (the slow mode's lag); each passes icllib's
+reference (and a reader's closed form) and fails the plausible wrong answers."""
 
 import numpy as np
 import pytest
 
 from icllib.examples import RUNNING_EXAMPLE
-from icllib.exercises.timescales import check_slow_mode_lag, slow_mode_lag
+from icllib.exercises import check_plateau_length
+from icllib.exercises.timescales import _sample_small_starts, check_slow_mode_lag, slow_mode_lag
 from icllib.flows import exact_mean_flow
 from icllib.metrics import first_crossing
-from icllib.theory import exact_fixed_point, half_rise_time
+from icllib.theory import escape_time, exact_fixed_point, half_rise_time, plateau_length
+
+
+def test_check_logistic_a_passes_reference_and_fails_wrong_rates_and_limits():
+    from icllib.exercises import check_logistic_a
+    from icllib.theory import logistic_a
+
+    assert check_logistic_a(logistic_a)
+
+    def closed_form(t, a0, s, N, eta, rate=2.0, a_inf=None):
+        t, s = np.asarray(t, float), np.asarray(s, float)
+        ai = N / ((N + 1) * s + s.sum()) if a_inf is None else a_inf(s)
+        return ai * a0 / (a0 + (ai - a0) * np.exp(-rate * eta * s**2 * t[:, None]))
+
+    assert check_logistic_a(closed_form)
+    assert not check_logistic_a(lambda *args: closed_form(*args, rate=1.0))
+    assert not check_logistic_a(lambda *args: closed_form(*args, a_inf=lambda s: 1 / s))
+
+
+# ------------------------------------------------ the plateau of any start (check_plateau_length)
+
+
+def _reader(p0, q0, s, N, eta, *, combine=lambda p, q: (p + q) ** 2, four=4.0):
+    s = np.asarray(s, float)
+    k = ((N + 1) * s + s.sum()) / N
+    return np.log(four / (k * combine(np.asarray(p0), np.asarray(q0)))) / (2 * eta * s**2)
+
+
+def test_sampler_draws_small_starts_away_from_p_equals_minus_q():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        inp = _sample_small_starts(rng)
+        p0, q0, s, N = inp["p0"], inp["q0"], inp["s"], inp["N"]
+        a_inf = N / ((N + 1) * s + s.sum())
+        assert np.all(p0**2 + q0**2 <= 1e-3 * a_inf * (1 + 1e-12))
+        assert np.all(np.abs(p0 + q0) >= 0.05 * np.maximum(np.abs(p0), np.abs(q0)))
+
+
+def test_check_plateau_length_passes_reference_and_closed_form():
+    assert check_plateau_length(plateau_length)
+    assert check_plateau_length(_reader)
+
+
+def test_check_plateau_length_fails_wrong_answers(capsys):
+    # the balanced formula with the product a0 = p0 q0 (raises for p0 q0 <= 0: reported)
+    assert not check_plateau_length(lambda p0, q0, s, N, eta: escape_time(p0 * q0, s, N, eta))
+    # |C| = |p0^2 - q0^2| in place of (p0 + q0)^2 (the q0 = 0 result generalised wrongly)
+    assert not check_plateau_length(
+        lambda *a: _reader(*a, combine=lambda p, q: np.abs(p * p - q * q)))
+    # p0^2 + q0^2 (the size of the start, not its p = q component)
+    assert not check_plateau_length(lambda *a: _reader(*a, combine=lambda p, q: p * p + q * q))
+    # the 4 dropped
+    assert not check_plateau_length(lambda *a: _reader(*a, four=1.0))
+    assert "FAILED" in capsys.readouterr().out
+
+
+# ---------------------------------------- a spectrum that fools the paper (check_slow_mode_lag)
 
 
 @pytest.mark.parametrize("spectrum", [[1.0, 1.0, 1.0, 1.0, 0.1], [1.0, 0.03],

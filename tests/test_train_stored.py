@@ -11,6 +11,9 @@ relative to the scale of the compared quantity in that run (the largest block en
 blocks, its square for the pathway products): a tolerance of 1e-6 of that scale is 300 times
 what another CPU changes and fails at the first step of another random stream or another
 algorithm (differences of order 1 in the noise, 1e-2 in a Monte Carlo loss).
+
+Chapter 5b's stored "task-set-price" runs (the last tests) are checked the same way: a
+prefix of a sample of runs and one whole run regenerate.
 """
 
 import json
@@ -27,9 +30,12 @@ from icllib.train import (
     stored,
     train_sgd,
 )
+from icllib.train.task_fitting import PATHWAYS
 
 PREFIX = 300          # steps retrained for every stored run: modes 1 and 2 escape within it
 TOL = 1e-6            # of the compared quantity's scale (see the error model above)
+PRICE_PREFIX = 1000   # steps retrained per sampled price run: two stored points (0, 500, 1000)
+PRICE_NAME = "task-set-price"
 
 
 def assert_curve_close(got, want, what, scale=None):
@@ -157,3 +163,73 @@ def test_missing_or_outdated_file_names_the_command(tmp_path):
         stored.load_group("floor-N40", "quick", path=bad)
     with pytest.raises(ValueError, match="name"):
         stored.group("no-such-group", "quick")
+
+
+# ----------------------------------------------- chapter 5b's "task-set-price" runs
+
+
+@pytest.fixture(scope="module")
+def price_runs():
+    return stored.load_group(PRICE_NAME, "quick")
+
+
+def test_every_price_run_of_the_spec_is_stored(price_runs):
+    g = stored.group(PRICE_NAME, "quick")
+    assert list(price_runs) == g.keys()
+    for (P, _, _, _), run in price_runs.items():
+        assert run.steps[0] == 0 and np.all(np.diff(run.steps) == g.store_every)
+        if run.diverged_at is None:
+            assert run.steps[-1] == g.steps
+            assert run.test is not None and (run.train is None) == (P is None)
+            assert run.test.ablated.shape == (len(PATHWAYS),)
+        else:                      # kept up to the step before SGD diverged, without losses
+            assert run.steps[-1] < run.diverged_at <= g.steps
+            assert run.test is None and run.train is None
+
+
+def test_a_diverged_price_run_is_kept_with_the_step_it_diverged_at(price_runs):
+    g = stored.group(PRICE_NAME, "quick")
+    diverged = [key for key, run in price_runs.items() if run.diverged_at is not None]
+    if not diverged:
+        pytest.skip("no stored run diverged")
+    key = diverged[0]
+    live = g.train(*key)
+    assert live.diverged_at == price_runs[key].diverged_at
+    np.testing.assert_allclose(price_runs[key].diagonals, live.diagonals, rtol=1e-5, atol=1e-7)
+
+
+def test_a_sample_of_price_runs_regenerates(price_runs):
+    g = stored.group(PRICE_NAME, "quick")
+    keys = [(None, 0, "balanced", 0), (None, 0, "random", 3), (1, 2, "random", 1),
+            (16, 0, "balanced", 1), (256, 3, "random", 0)]
+    for key in keys:
+        live = g.train(*key, steps=PRICE_PREFIX)
+        run = price_runs[key]
+        keep = run.steps <= PRICE_PREFIX
+        np.testing.assert_array_equal(live.steps, run.steps[keep])
+        scale = np.max(np.abs(live.diagonals))
+        np.testing.assert_allclose(run.diagonals[keep], live.diagonals, rtol=TOL,
+                                   atol=TOL * scale, err_msg=str(key))
+
+
+def test_the_two_price_starts_differ_and_the_random_one_has_the_balanced_norm():
+    g = stored.group(PRICE_NAME, "quick")
+    bal, rnd = g.init("balanced", 0), g.init("random", 0)
+
+    def norm(prm):
+        return np.sqrt(np.sum(prm.WP_y ** 2) + np.sum(prm.WQ_x ** 2))
+
+    # 4 d^2 = 64 entries of N(0, r^2): the norm is within 30 % of the balanced one
+    assert norm(rnd) == pytest.approx(norm(bal), rel=0.3)
+    assert np.abs(rnd.p1).max() > 0 and np.abs(bal.p1).max() == 0
+
+
+def test_a_whole_price_run_regenerates_with_its_losses(price_runs):
+    g = stored.group(PRICE_NAME, "quick")
+    key = (2, 1, "random", 0)
+    live, run = g.train(*key), price_runs[key]
+    for which in ("test", "train"):
+        a, b = getattr(live, which), getattr(run, which)
+        np.testing.assert_allclose([a.loss, *a.ablated, *a.rms], [b.loss, *b.ablated, *b.rms],
+                                   rtol=1e-5, err_msg=which)
+    np.testing.assert_allclose(run.late_blocks, live.late_blocks, rtol=1e-5, atol=1e-7)

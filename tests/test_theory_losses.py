@@ -1,14 +1,16 @@
-"""The floors of chapter 5: closed forms, when the paper's floor is exact, the floor exercise."""
+"""The floors of icllib.theory.losses (chapters 1 and 5): closed forms, when the paper's
+floor is exact, the O(1/N) gap between the two floors, the plateau levels of a staged run."""
 
 import numpy as np
 import pytest
 
-from icllib.exercises import check_exact_floor
+from icllib.examples import RUNNING_EXAMPLE, SPECTRA
 from icllib.theory import (
     converged_loss,
     exact_converged_loss,
     exact_fixed_point,
     exact_loss,
+    floor_gap_limit,
     paper_fixed_point,
     s_inf,
 )
@@ -57,19 +59,6 @@ def test_paper_floor_is_the_exact_loss_of_its_fixed_point_with_p2_proportional_t
     np.testing.assert_allclose(exact_loss(np.ones(4), q, s, N), converged_loss(s, N), rtol=1e-13)
 
 
-def test_check_exact_floor_passes_the_reference_and_fails_the_all_active_form():
-    assert check_exact_floor(exact_converged_loss)
-    assert check_exact_floor(exact_floor_active_set)
-
-    def all_active(s, N):            # the all-modes-active closed form, wrong when modes are off
-        s = np.asarray(s, float)
-        T, R, d = s.sum(), np.sqrt(s).sum(), s.size
-        return 0.5 * (T / (N + 1) + N * R**2 / ((N + 1) * (N + 1 + d)))
-
-    assert not check_exact_floor(all_active)
-    assert not check_exact_floor(converged_loss)
-
-
 def test_plateau_levels_start_at_half_trace_end_on_the_floors_and_match_the_exact_flow():
     from icllib.flows import exact_mean_flow
     from icllib.theory.losses import plateau_levels
@@ -94,15 +83,34 @@ def test_plateau_levels_start_at_half_trace_end_on_the_floors_and_match_the_exac
         plateau_levels(s, N, theory="decoupled")
 
 
-def test_checkers_of_chapter_5_are_quiet_when_asked(capsys):
-    from icllib.exercises import check_exact_floor, check_paper_loss
-    from icllib.theory import exact_converged_loss, paper_loss
+def test_floor_gap_limit_running_example():
+    s = RUNNING_EXAMPLE.s
+    # the definition, independently of the closed form: the limit of N (L_inf - l*), which
+    # approaches it with an O(1/N) remainder (about 60/N here, test below): within 1e-4
+    # relative at N = 1e6 (the floors' float64 cancellation is ~1e-10 relative there)
+    N = 10 ** 6
+    assert floor_gap_limit(s) == pytest.approx(
+        N * (converged_loss(s, N) - exact_converged_loss(s, N)), rel=1e-4)
+    # and the value the closed form gives for s = (4, 2, 1, 0.5): (d Tr S - (sum sqrt s)^2) / 2
+    root_sum = 2 + 2 ** 0.5 + 1 + 0.5 ** 0.5
+    assert floor_gap_limit(s) == pytest.approx(0.5 * (4 * 7.5 - root_sum ** 2), rel=1e-12)
+    assert floor_gap_limit(SPECTRA["isotropic"]) == pytest.approx(0.0, abs=1e-12)
 
-    assert check_paper_loss(paper_loss, verbose=False)
-    assert not check_exact_floor(paper_loss_floor_typo, verbose=False)
-    assert check_exact_floor(exact_converged_loss, verbose=False)
-    assert capsys.readouterr().out == ""
 
-
-def paper_loss_floor_typo(s, N):
-    return exact_converged_loss(s, N) * 1.01
+@pytest.mark.parametrize("name", list(SPECTRA))
+def test_gap_is_order_one_over_N(name):
+    """N (L_inf - l*) -> floor_gap_limit with an O(1/N) remainder (not a 1/N^2 gap)."""
+    s = SPECTRA[name]
+    c = floor_gap_limit(s)
+    err = {N: N * (converged_loss(s, N) - exact_converged_loss(s, N)) - c
+           for N in (10 ** 4, 10 ** 5, 10 ** 6)}
+    if c == pytest.approx(0.0, abs=1e-12):
+        assert all(abs(e) < 1e-9 for e in err.values())
+        return
+    # the remainder shrinks tenfold per decade of N (O(1/N)); float error of the floors
+    # (~1e-16 relative, times N^2 / c) stays far below it
+    assert err[10 ** 5] / err[10 ** 4] == pytest.approx(0.1, rel=0.02)
+    assert err[10 ** 6] / err[10 ** 5] == pytest.approx(0.1, rel=0.05)
+    # a 1/N^2 gap would make N^2 (L_inf - l*) converge; it grows tenfold per decade instead
+    n2 = [N * (N * (converged_loss(s, N) - exact_converged_loss(s, N))) for N in (10 ** 4, 10 ** 5)]
+    assert n2[1] / n2[0] == pytest.approx(10.0, rel=0.01)

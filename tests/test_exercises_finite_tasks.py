@@ -1,16 +1,35 @@
-"""Chapter 5b's exercises 1 (a task set that cannot push the model off the reduced manifold)
-and 3 (a task-linear rule with both orders of W and Sigma_hat fits one task)."""
+"""icllib.exercises.finite_tasks, the checkers of chapter 5b: the task-set fixed point,
+exercise 1 (a task set that cannot push the model off the reduced manifold) and exercise 3
+(a task-linear rule with both orders of W and Sigma_hat fits one task)."""
 
 import numpy as np
 from scipy.optimize import minimize
 
+from icllib.exercises import check_task_set_fixed_point
 from icllib.exercises.finite_tasks import (
     check_manifold_preserving_set,
     check_two_order_rule,
     two_order_loss,
 )
-from icllib.theory import exact_loss
-from icllib.train.finite_tasks import task_set_fixed_point_pq, task_set_loss
+from icllib.theory import exact_fixed_point, exact_loss
+from icllib.train.finite_tasks import task_set_fixed_point, task_set_fixed_point_pq, task_set_loss
+
+
+def test_task_set_fixed_point_checker_passes_reference_and_fails_wrong_answers():
+    assert check_task_set_fixed_point(task_set_fixed_point)
+
+    def ignores_tasks(s, N, m):
+        return exact_fixed_point(s, N)
+
+    def scales_everything(s, N, m):  # s -> m s in the whole formula
+        return exact_fixed_point(np.asarray(m) * s, N)
+
+    def no_water_filling(s, N, m):
+        u = np.sqrt(np.asarray(m) * s)
+        return (N / (N + 1)) * (1 - u.sum() / ((N + 1 + u.size) * u)) / s
+
+    for wrong in (ignores_tasks, scales_everything, no_water_filling):
+        assert not check_task_set_fixed_point(wrong)
 
 
 def symmetric_set(P, d, rng):
@@ -54,9 +73,6 @@ def test_every_mode_must_be_used(capsys):
     # passes for many checker seeds (at P < 16 only m > 0 is required, since a fair draw of a
     # few tasks can leave a mode below 5 % of the mean: at P = 2 in 1 draw in 6)
     assert all(check_manifold_preserving_set(symmetric_set, seed=k) for k in range(40))
-
-
-# Chapter 5b's exercise 3: a task-linear rule with both orders of W and Sigma_hat fits one task.
 
 
 def reference_two_order_rule(s, N, lam):

@@ -1,20 +1,17 @@
-"""Chapter 4 additions to icllib.theory.timescales and icllib.stages: the plateau of any small
-start, the discrete-step factor, and the balanced-start curves shared by chapters 4 and 5."""
+"""Chapter 4 additions to icllib.theory.timescales: the plateau of any small start, the
+discrete-step factor, and the running example's half-rise times."""
 
 import numpy as np
 import pytest
 
-from icllib.examples import RUNNING_EXAMPLE, SPECTRA
+from icllib.examples import RUNNING_EXAMPLE
 from icllib.flows import decoupled_flow, exact_mean_flow, exact_mean_velocity
 from icllib.metrics import first_crossing
-from icllib.stages import balanced_start_curves
 from icllib.theory import (
     discrete_step_factor,
     escape_time,
     exact_fixed_point,
     half_rise_time,
-    logistic_a,
-    paper_loss,
     plateau_length,
     s_inf,
     tau,
@@ -107,21 +104,3 @@ def test_running_example_numbers():
     exact = first_crossing(t, a, exact_fixed_point(S, N) / 2)
     paper = half_rise_time(RUNNING_EXAMPLE.a0, S, N, ETA)
     assert abs(exact[-1] - 3490) < 5 and abs(paper[-1] - 1790) < 1
-
-
-def test_balanced_start_curves():
-    c = balanced_start_curves(S, N, ETA, 1e-4, n_points=50)
-    assert c.t[0] == 0 and c.t.size == 51 and np.all(np.diff(c.t) > 0)
-    assert c.t[-1] == pytest.approx(6.0 * max(c.t_star.max(), tau(S, ETA).max()))
-    np.testing.assert_allclose(c.t_star, escape_time(1e-4, S, N, ETA))
-    np.testing.assert_allclose(c.paper_a, logistic_a(c.t, 1e-4, S, N, ETA))
-    np.testing.assert_allclose(c.paper_loss, paper_loss(c.paper_a, S, N))
-    np.testing.assert_allclose(c.exact.a[0], 1e-4)
-    np.testing.assert_allclose(c.s_inf, s_inf(S, N))
-    # isotropic spectrum: the paper's logistic is the exact flow
-    iso = balanced_start_curves(SPECTRA["isotropic"], N, ETA, 1e-4, n_points=50)
-    np.testing.assert_allclose(iso.exact.a, iso.paper_a, rtol=1e-7, atol=1e-12)
-    with pytest.raises(ValueError, match="n_points"):
-        balanced_start_curves(S, N, ETA, 1e-4, n_points=1)
-    with pytest.raises(ValueError, match="a0"):
-        balanced_start_curves(S, N, ETA, 1.0)

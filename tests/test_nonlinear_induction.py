@@ -14,7 +14,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from icllib.exercises import check_induction_score  # noqa: E402
 from icllib.metrics import half_way_time  # noqa: E402
 from icllib.nonlinear.circuits import circuit_metrics  # noqa: E402
 from icllib.nonlinear.induction import (  # noqa: E402
@@ -326,17 +325,6 @@ def test_circuit_kind_names_the_helper_below_the_induction_head():
         circuit_kind(low, low, ind, level=1.5)
     with pytest.raises(ValueError, match="shape"):
         circuit_kind(low, low, ind[0])
-
-
-def test_induction_score_checker_accepts_the_reference_and_rejects_an_off_by_one():
-    assert check_induction_score(induction_score, trials=5).passed
-
-    def off_by_one(attn, period):                              # attends to j - L (wrong)
-        B, H, T, _ = attn.shape
-        return np.array([np.mean([attn[b, h, j, j - period[b]] for b in range(B)
-                                  for j in range(period[b], T)]) for h in range(H)])
-
-    assert not check_induction_score(off_by_one, trials=5).passed
 
 
 # ----------------------------------------------------------------------------- metrics

@@ -1,10 +1,20 @@
-"""The chapter 2 checker 'How hard the brake bites': the reference and a reader's own
-derivation pass, wrong answers (no coupling, the mode's own brake kept, one brake only) fail."""
+"""icllib.exercises.dynamics, the checkers of chapter 2: the exact mean velocity, 'How hard
+the brake bites' (the frozen growth rate) and the first separation of the two flows; the
+references and a reader's own derivation pass, plausible wrong answers fail."""
 
 import numpy as np
 
 from icllib.coupling import coupling_decay, frozen_growth_rate
-from icllib.exercises import check_frozen_growth_rate
+from icllib.exercises import check_exact_mean_velocity, check_frozen_growth_rate
+from icllib.flows import exact_mean_velocity, paper_velocity
+
+
+def test_velocity_checker_accepts_reference_rejects_paper_flow():
+    assert check_exact_mean_velocity(
+        lambda p, q, s, N, eta: exact_mean_velocity(p, q, s, N, eta=eta))
+    # the paper's decoupled flow is a different function (it agrees only for d = 1)
+    assert not check_exact_mean_velocity(
+        lambda p, q, s, N, eta: paper_velocity(p, q, s, N, eta=eta))
 
 
 def _reader(p, q, s, N, eta):
@@ -14,7 +24,7 @@ def _reader(p, q, s, N, eta):
     return eta * s**2 * (np.sqrt(1 + ((D_other - E_other) / 2) ** 2) - (D_other + E_other) / 2)
 
 
-def test_checker_passes_reference_and_fails_wrong_answers(capsys):
+def test_frozen_growth_rate_checker_passes_reference_and_fails_wrong_answers(capsys):
     assert check_frozen_growth_rate(frozen_growth_rate)
     assert check_frozen_growth_rate(_reader)
 
@@ -33,8 +43,6 @@ def test_checker_passes_reference_and_fails_wrong_answers(capsys):
     for wrong in (own_term_kept, no_coupling, only_D):
         assert not check_frozen_growth_rate(wrong)
     assert "FAILED" in capsys.readouterr().out
-
-
 
 
 def _reader_separation(s, N, eta, a0, delta):
