@@ -10,6 +10,8 @@ every image must carry a text alternative that says what it shows (not its file 
 What a reader should not see: a checker's "PASSED" or a reference answer outside its solution
 box, raw TeX or an unparsed MyST role in the text, a display equation wider than the text
 column (none at 1280 px, at most ``MAX_WIDE_EQUATIONS_ON_A_PHONE`` in the book at 390 px).
+A chapter's check-your-understanding questions answer a wrong and a right answer with the
+right feedback, with every other host refused.
 The built site itself (no browser needed) must stay under ``MAX_SITE_BYTES`` and hold no
 image twice.
 """
@@ -489,3 +491,119 @@ def test_no_page_shows_a_warning_or_stderr_output():
         if hits:
             shown[page] = len(hits)
     assert shown == {}, shown
+
+
+# --- Check-your-understanding questions -----------------------------------------------------
+# A chapter's questions (icllib.quiz, drawn by jupyterquiz's own script) must give feedback on
+# the static page with no network: requests to any other host are refused here, not only
+# recorded. The oracle is independent of the page's answer key: chapter 1's pathway question
+# (which pathways hold W not at all or twice) and its shrinkage factor, computed by icllib.
+QUIZ_PAGE = "book/01-setup.html"
+QUIZ_PATHWAYS = "can only add noise"             # the two questions, found by their text
+QUIZ_SHRINKAGE = "does the trained estimator pass on"
+QUIZ_TIMEOUT_MS = 30_000
+
+
+def answer_quiz(page):
+    """Answer chapter 1's two questions as a reader does, each first wrongly, then rightly: click
+    an answer, or type a number and press Enter, and wait for the feedback under the question to
+    change. Returns ``[(answer, "correct" or "incorrect", feedback text), ...]``."""
+    from playwright.sync_api import expect
+
+    from icllib.examples import RUNNING_EXAMPLE
+    from icllib.theory import s_inf
+
+    s, N = RUNNING_EXAMPLE.s, RUNNING_EXAMPLE.N
+    shrinkage = f"{s[-1] / s_inf(s, N)[-1]:.2f}"       # s_4 / s_inf_4, two decimals
+    seen = []
+
+    def answered(question, answer, act):
+        quiz = page.locator(".Quiz").filter(has_text=question)
+        feedback = quiz.locator(".Feedback")
+        before = feedback.inner_text(timeout=QUIZ_TIMEOUT_MS)
+        act(quiz)
+        # what the reader waits for: the feedback under the question changes
+        expect(feedback).not_to_have_text(before, timeout=QUIZ_TIMEOUT_MS)
+        verdict = "incorrect" if "incorrect" in feedback.get_attribute("class").split() else (
+            "correct" if "correct" in feedback.get_attribute("class").split() else "none")
+        seen.append((answer, verdict, feedback.inner_text()))
+
+    def click(answer):
+        return lambda quiz: quiz.locator(".MCButton").filter(has_text=answer).click()
+
+    def type_number(text):
+        def act(quiz):
+            field = quiz.locator("input.Input-text")
+            field.click()                      # focusing the field clears the last answer
+            field.press_sequentially(text)
+            field.press("Enter")
+        return act
+
+    for answer in ("p₂q₁ and p₁q₂", "p₁q₁ and p₂q₂"):    # linear in W; not or twice
+        answered(QUIZ_PATHWAYS, answer, click(answer))
+    for answer in (f"{N / (N + 1):.2f}", shrinkage):     # own noise only; the whole s_inf
+        answered(QUIZ_SHRINKAGE, answer, type_number(answer))
+    return seen
+
+
+def test_a_quiz_gives_feedback_on_a_wrong_and_a_right_answer_offline(browser, server, axe_source):
+    """On chapter 1's page, with every other host refused: a wrong answer gets feedback that
+    says it is wrong and why, the right one then says it is right; no console error, no
+    request elsewhere, and the answered quiz still passes axe-core."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1600})
+    host = urlparse(server).netloc
+    context.route("**/*", lambda route: route.continue_()
+                  if urlparse(route.request.url).netloc == host else route.abort())
+    page = context.new_page()
+    visit = watch(page, server)
+    try:
+        page.goto(f"{server}/{QUIZ_PAGE}", wait_until="load")
+        settle(page)
+        seen = answer_quiz(page)
+        assert [(answer, verdict) for answer, verdict, _ in seen] == [
+            ("p₂q₁ and p₁q₂", "incorrect"), ("p₁q₁ and p₂q₂", "correct"),
+            (seen[2][0], "incorrect"), (seen[3][0], "correct")], seen
+        assert "linear in W" in seen[0][2] and "leakage" in seen[2][2], seen
+        # the answered buttons' colours have finished changing before axe-core measures them
+        page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running')",
+                               timeout=QUIZ_TIMEOUT_MS)
+        assert axe_violations(page, axe_source) == {}, "axe-core on the answered quiz"
+        assert visit.foreign == [], f"requests to other hosts: {visit.foreign}"
+        assert visit.failed == [], f"failed requests: {visit.failed}"
+        assert visit.errors == [], f"console errors: {visit.errors}"
+    finally:
+        context.close()
+
+
+def test_the_quiz_check_fails_on_a_wrong_answer_key(browser):
+    """The test above can fail: chapter 1's own questions with the answer key moved (the
+    multiple choice's right answer on a wrong one, the number's right range elsewhere), drawn by
+    icllib.quiz in a bare page, get the verdicts the other way round."""
+    import jupytext
+
+    from icllib import quiz
+
+    questions = []
+    namespace = {}
+    cells = [c.source for c in jupytext.read(ROOT / "book" / "01-setup.md").cells
+             if c.cell_type == "code" and "show_quiz(" in c.source]
+    show, quiz.show_quiz = quiz.show_quiz, lambda *qs, **kw: questions.extend(qs)
+    try:
+        for source in cells:
+            exec(source, namespace)
+    finally:
+        quiz.show_quiz = show
+    pathways, shrinkage = questions
+    for a in pathways["answers"]:                 # the key on the first wrong answer instead
+        a["correct"] = a is pathways["answers"][1]
+    shrinkage["answers"][0]["range"] = [0.5, 0.6]
+    html, script = quiz.quiz_parts(pathways, shrinkage)
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.set_content(f"<!DOCTYPE html><html lang='en'><head><title>probe</title></head>"
+                         f"<body><main>{html}<script>{script}</script></main></body></html>")
+        verdicts = [verdict for _, verdict, _ in answer_quiz(page)]
+        assert verdicts == ["correct", "incorrect", "incorrect", "incorrect"], verdicts
+    finally:
+        context.close()

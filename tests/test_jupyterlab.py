@@ -3,7 +3,8 @@
 Every chapter must, in notebook form, be as finished as its web page: open as a notebook,
 render its boxes, keep exercise solutions (text and code) hidden until asked for, show no raw
 citation key, log no console error, run without an error output, redraw its interactive figure
-when a control moves, and save back to exactly the same bytes.
+when a control moves, answer its questions (a wrong and a right answer change the feedback),
+and save back to exactly the same bytes.
 
 Runs against the project's own environment (``.venv``, made by ``scripts/setup.sh`` from
 ``requirements.txt`` and ``postBuild``, exactly what Binder installs). JupyterLab is started on
@@ -225,6 +226,60 @@ def _move_a_control_and_see_the_figure_redraw(page):
         page.wait_for_timeout(250)
 
 
+QUIZ_CELL = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+    c => c.model.type === 'code' && !!c.node.querySelector('.Quiz .MCButton'))"""
+RERUN_CELL = """async i => {
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  nb.activeCellIndex = i;
+  await window.jupyterapp.commands.execute('notebook:run-cell');
+  return true;
+}"""
+
+
+def _answer_the_first_quiz(page):
+    """The chapter's first multiple-choice question (icllib.quiz, drawn by its cell's output),
+    as a reader uses it: the cell run again (now that JupyterLab has typeset the chapter's maths
+    and set its own ``window.MathJax``, where jupyterquiz alone would fetch MathJax from a CDN),
+    then a wrong answer and the right one (by the answer key the output carries; the built
+    page's test in test_browser.py checks the key itself). Each answer must change the feedback
+    under the question, to "incorrect" and then "correct", with no uncaught error in the page and
+    no request to another host."""
+    from urllib.parse import urlparse
+
+    from playwright.sync_api import expect
+
+    host = urlparse(page.url).netloc
+    trouble = []
+
+    def on_error(error):
+        trouble.append(f"uncaught: {error}")
+
+    def on_request(request):
+        u = urlparse(request.url)
+        if u.scheme in ("http", "https", "ws", "wss") and u.netloc != host:
+            trouble.append(f"request to another host: {request.url}")
+
+    page.on("pageerror", on_error)
+    page.on("request", on_request)
+    try:
+        index = page.evaluate(QUIZ_CELL)
+        assert index >= 0, "no quiz drawn after Run All"
+        page.evaluate(RERUN_CELL, index)
+        page.wait_for_function(KERNEL_IDLE, timeout=RUN_TIMEOUT_S * 1000)
+        cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+        quiz = cell.locator(".Quiz").filter(has=page.locator(".MCButton")).first
+        quiz.scroll_into_view_if_needed(timeout=REDRAW_TIMEOUT_S * 1000)
+        feedback = quiz.locator(".Feedback")
+        for key, verdict in (("false", "incorrect"), ("true", "correct")):
+            quiz.locator(f".MCButton[data-correct='{key}']").first.click()
+            expect(feedback).to_have_class(re.compile(rf"(^|\s){verdict}(\s|$)"),
+                                           timeout=REDRAW_TIMEOUT_S * 1000)
+    finally:
+        page.remove_listener("pageerror", on_error)
+        page.remove_listener("request", on_request)
+    assert trouble == [], trouble
+
+
 def _set_windowing(url, token, mode):
     """Set the notebook's windowing mode in the running JupyterLab ("none": every cell in the
     page; "full": JupyterLab's default, cells rendered as they scroll into view)."""
@@ -409,6 +464,8 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, lab_page, chapter):
 
         if "interactive_figure(" in source.decode():
             _move_a_control_and_see_the_figure_redraw(page)
+        if "show_quiz(" in source.decode():
+            _answer_the_first_quiz(page)
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"jupyterlab-{Path(chapter).stem}.png"))
 

@@ -8,7 +8,7 @@
   declares ``THEBE_JS_URL`` twice and the browser logs an error on every page; scripts are
   de-duplicated here.
 * The site is kept light (see :func:`_prune_mathjax` and :func:`_slim_notebook_downloads`):
-  only the MathJax files pages can load are shipped, and no figure is stored twice.
+  only the MathJax files pages can load are shipped, no figure and no quiz script is stored twice.
 * Every label (``:label:``/``:name:`` options, ``(label)=`` targets, ``$$ ... $$ (label)``
   equations, ``\\label{...}``) is defined once in the whole book: a duplicate is a build
   warning (:func:`duplicate_labels`).  Sphinx keeps prf, math and std labels in separate
@@ -116,6 +116,10 @@ def _prune_mathjax(app, exc):
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml")
 FIGURE_NOTE = ("[figure not stored in this download: run the cell to draw it, "
                "or see it in the web version of the chapter]")
+# A quiz (icllib.quiz) is the same: its output is a script (~20 kB a quiz) that an untrusted
+# notebook does not run, and running the cell draws it again; its outputs become one note.
+QUIZ_NOTE = ("[check-your-understanding questions not stored in this download: run the cell "
+             "to answer them, or see them in the web version of the chapter]")
 
 
 def _is_figure_output(data):
@@ -157,9 +161,18 @@ def _add_install_note(nb, note):
 
 
 def _slim_notebook(path, note=None):
+    from icllib.quiz import is_quiz_output
+
     nb = json.loads(path.read_text(encoding="utf-8"))
     changed = _add_install_note(nb, note) if note else False
     for cell in nb.get("cells", []):
+        outputs = cell.get("outputs", [])
+        quiz = [o for o in outputs if o.get("data") and is_quiz_output(o["data"])]
+        if quiz:
+            cell["outputs"] = [o for o in outputs if o not in quiz] + [
+                {"output_type": "display_data", "data": {"text/plain": QUIZ_NOTE},
+                 "metadata": {}}]
+            changed = True
         for out in cell.get("outputs", []):
             data = out.get("data")
             shown = out.get("output_type") in ("display_data", "execute_result")
@@ -378,6 +391,25 @@ def _accessible_names(app, exc):
             path.write_text(text, encoding="utf-8")
 
 
+SOURCE_MAP_COMMENT = re.compile(r"\n?(?://[#@] sourceMappingURL=[^\n]*|/\*[#@] sourceMappingURL=[^*]*\*/)[ \t]*$")
+
+
+def _drop_source_maps(app, exc):
+    """The theme's source maps (3.5 MB, a sixth of the site) serve only a developer's
+    debugger: a reader's browser never fetches them.  Remove them and the comments that name
+    them, so that a phone downloads less and no page refers to a missing file."""
+    if exc is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for path in static.rglob("*.map"):
+        path.unlink()
+    for path in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        stripped = SOURCE_MAP_COMMENT.sub("", text)
+        if stripped != text:
+            path.write_text(stripped, encoding="utf-8", errors="surrogateescape")
+
+
 def setup(app):
     from icllib.widgets import use_static_figures
 
@@ -393,4 +425,5 @@ def setup(app):
     # copies the MathJax distribution: listeners run in increasing priority.
     app.connect("build-finished", _prune_mathjax, priority=900)
     app.connect("build-finished", _slim_notebook_downloads, priority=900)
+    app.connect("build-finished", _drop_source_maps, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
