@@ -50,12 +50,14 @@ PRIMARY_READINGS = {
     "OV with the jump": Reading(
         "the OV circuit's subspace distance to its final value falls together with the "
         "test-accuracy jump",
-        "the OV circuit per head, untruncated (r = d_head), its distance to the last "
+        "the OV circuit per head with all of its directions (r = d_head, its largest "
+        "possible rank), its distance to the last "
         "checkpoint averaged over heads: half-way down at a checkpoint between t50 and t95, "
         "widened by one checkpoint interval on each side",
         "'together with the jump' is within the jump, t50 to t95; a half-time read off "
         "checkpoints is placed only to within one checkpoint interval; r = d_head is chapter "
-        "6b's reading of the same metric (a head's circuit has rank at most d_head)",
+        "6b's reading of the same metric (a head's circuit has rank at most d_head, so the "
+        "truncation keeps all of it)",
         in_window=True),
     "rotation peak": Reading(
         "(the book's finding) the OV subspaces turn fastest during the jump",
