@@ -4,7 +4,8 @@ The book's stored runs travel inside the wheel, so that an ``icllib`` installed 
 the repository (README, "Running the chapters yourself") loads every shipped run with no
 checkout beside it: ``book/data`` becomes the data package ``icllib._bookdata``, one package
 per folder (``icllib._bookdata.ch6.quick`` ...), holding every ``*.npz`` and ``*.json`` in it
-(about 8 MB) but no ``*.partial.npz`` (a run being written by a make_* script).
+(about 8 MB) but no run being written (``icllib.runstore.save_run`` writes it as a hidden
+``*.partial`` file, older make_* scripts as ``*.partial.npz``).
 :func:`icllib.datafiles.data_root` reads it only when neither ``ICLLIB_DATA`` nor a checkout
 is there, so an editable install (development, Binder) keeps reading ``book/data`` itself.
 

@@ -1,4 +1,6 @@
-"""Where the book's stored runs live (``book/data/<chapter>/<scale>/``).
+"""Where the book's stored runs live (``book/data/<chapter>/<scale>/``): the folder, found
+without the project's dependencies (the run store itself, file format and loader, is
+:mod:`icllib.runstore`).
 
 The runs are kept in the book's repository, in ``book/data``, and the wheel carries a copy of
 them as the data package ``icllib._bookdata`` (``setup.py``).  :func:`data_root` looks, in

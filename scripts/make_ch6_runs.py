@@ -173,9 +173,7 @@ def _train_and_save(job, path, *, scale, demo, device, progress, weights):
     enable_determinism(device)
     summary = make_run(L, s, scale, demo=demo, device=device, progress=progress,
                        weights=weights, init_std=init_std, positional=positional)
-    partial = path.with_name(path.stem + ".partial.npz")
-    save_run(summary, partial)
-    partial.replace(path)
+    save_run(summary, path)        # atomic: a file that exists is a complete run
     return summary
 
 

@@ -48,10 +48,8 @@ def one_run(seed: int, weight_decay: float, scale: str, out: str, progress: bool
     with threadpool_limits(1):
         summary = make_run(weight_decay, seed, scale, device=device, progress=progress,
                            random_labels=random_labels, n_steps=n_steps)
-    # atomically: a file that exists is a complete run (--skip-existing relies on it)
-    partial = path.with_name(path.stem + ".partial.npz")
-    save_run(summary, partial)
-    partial.replace(path)
+    # atomically (save_run): a file that exists is a complete run (--skip-existing relies on it)
+    save_run(summary, path)
     m = summary.meta
     return (f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
             f"{m['seconds']:.1f} s training ({m['steps_per_second']:.1f} steps/s), "

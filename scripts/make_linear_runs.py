@@ -1,10 +1,11 @@
 """Train and store the linear model's long SGD runs that chapters 2-5b load.
 
-Each group of icllib.train.stored (the running example's seeds, chapter 3's runs from the
-paper's fixed point, chapter 5's floor at N = 40, chapter 5b's task sets and its price of a
-finite set over P = 1..256 from two starts) is trained with
+Each group of icllib.train.registry, the book's linear experiments (the running example's
+seeds, chapter 3's runs from the paper's fixed point, chapter 5's floor at N = 40, chapter 5b's
+task sets and its price of a finite set over P = 1..256 from two starts), is trained with
 icllib.train.train_sgd, exactly as the chapters did before the runs were stored, and written
-to book/data/linear/<scale>/<group>.npz with its specification and this command:
+(icllib.train.stored.save_group, atomically) to book/data/linear/<scale>/<group>.npz with its
+specification and this command:
 
     python scripts/make_linear_runs.py                    # every group, ICLLIB_SCALE
     python scripts/make_linear_runs.py --group task-sets  # one group
@@ -32,18 +33,19 @@ sys.path.insert(0, str(ROOT))
 def one_run(name: str, scale: str, key):
     from threadpoolctl import threadpool_limits
 
-    from icllib.train.stored import group
+    from icllib.train.registry import group
 
     g = group(name, scale)
     t0 = time.perf_counter()
     with threadpool_limits(1):
-        run = g.train(key) if g.kind == "sgd" else g.train(*key)
+        run = g.train_run(key)
     return key, run, time.perf_counter() - t0
 
 
 def main(argv=None) -> int:
     from icllib.scale import SCALES, current_scale
-    from icllib.train.stored import groups, save_group
+    from icllib.train.registry import groups
+    from icllib.train.stored import save_group
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", choices=SCALES, default=None,
@@ -57,15 +59,7 @@ def main(argv=None) -> int:
     unknown = [n for n in names if n not in plan]
     if unknown:
         ap.error(f"unknown group(s) {unknown}; the groups are {list(plan)}")
-    tasks = []
-    for name in names:
-        g = plan[name]
-        if g.kind == "price":
-            keys = g.keys()
-        else:
-            keys = g.seeds if g.kind == "sgd" else [(P, s) for P in g.P_values
-                                                      for s in g.seeds_for(P)]
-        tasks += [(name, key) for key in keys]
+    tasks = [(name, key) for name in names for key in plan[name].keys()]
     t0 = time.perf_counter()
     results = {name: {} for name in names}
     seconds = dict.fromkeys(names, 0.0)
@@ -84,7 +78,8 @@ def main(argv=None) -> int:
                 collect(name, *f.result())
     for name in names:
         path = save_group(name, results[name], scale, seconds=seconds[name])
-        print(f"{path.relative_to(ROOT)}: {len(results[name])} runs, {seconds[name]:.0f} s of "
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        print(f"{shown}: {len(results[name])} runs, {seconds[name]:.0f} s of "
               f"training, {path.stat().st_size / 1024:.0f} KiB", flush=True)
     print(f"total {time.perf_counter() - t0:.0f} s", flush=True)
     return 0

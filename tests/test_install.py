@@ -64,11 +64,12 @@ load_group("running-example")
 
 
 def _stored_runs():
-    """The files under book/data now, as paths relative to it.  Not ``*.partial.npz``: a make_*
-    script writes a run under that name and renames it when it is whole (setup.py leaves it
-    out).  book/data/ch6/medium may be filling while the tests run: this is what exists now."""
+    """The files under book/data now, as paths relative to it.  Not ``*.partial`` (nor the
+    older scripts' ``*.partial.npz``): icllib.datafiles.save_run writes a run under such a
+    name and renames it when it is whole (setup.py leaves it out).  book/data/ch6/medium may
+    be filling while the tests run: this is what exists now."""
     return sorted(p.relative_to(DATA).as_posix() for p in DATA.rglob("*")
-                  if p.is_file() and not p.name.endswith(".partial.npz"))
+                  if p.is_file() and not p.name.endswith((".partial.npz", ".partial")))
 
 
 def _source_copy(dest, runs):

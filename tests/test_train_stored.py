@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from icllib.data import DataConfig
+from icllib.runstore import data_dir, load_run, make_command
 from icllib.train import (
     balanced_init,
     mode_products,
@@ -45,7 +46,7 @@ def assert_curve_close(got, want, what, scale=None):
 
 
 @pytest.mark.parametrize("name", [n for n, g in stored.groups("quick").items()
-                                  if g.kind == "sgd"])
+                                  if isinstance(g, stored.SGDGroup)])
 def test_every_stored_sgd_run_regenerates(name):
     g = stored.group(name, "quick")
     runs = stored.load_group(name, "quick")
@@ -152,7 +153,7 @@ def test_missing_or_outdated_file_names_the_command(tmp_path):
     with pytest.raises(FileNotFoundError, match="make_linear_runs.py --scale quick --group "
                                                 "floor-N40"):
         stored.load_group("floor-N40", "quick", path=tmp_path / "none.npz")
-    src = stored.data_dir("quick") / "floor-N40.npz"
+    src = data_dir("linear", "quick") / "floor-N40.npz"
     with np.load(src) as z:
         arrays = {k: z[k] for k in z.files}
     meta = json.loads(str(arrays.pop("meta")))
@@ -163,6 +164,51 @@ def test_missing_or_outdated_file_names_the_command(tmp_path):
         stored.load_group("floor-N40", "quick", path=bad)
     with pytest.raises(ValueError, match="name"):
         stored.group("no-such-group", "quick")
+
+
+def _flat(loaded) -> list:
+    """The runs of a loaded group (list, {P: list} or {key: run}) in the order of keys()."""
+    if isinstance(loaded, list):
+        return loaded
+    values = list(loaded.values())
+    return [r for v in values for r in v] if isinstance(values[0], list) else values
+
+
+@pytest.mark.parametrize("name", list(stored.groups("quick")))
+def test_every_group_file_is_one_run_file_of_the_store_and_its_arrays_round_trip(name):
+    """A group file is one RunSummary of the run store (icllib.runstore), with the store's
+    meta and command; the group's from_arrays and to_arrays are inverse on it: the runs
+    loaded from the shipped file give back exactly its arrays, names and values."""
+    g = stored.group(name, "quick")
+    path = data_dir("linear", "quick") / f"{name}.npz"
+    summary = load_run(path)
+    meta = summary.meta
+    assert meta["group"] == name and meta["scale"] == "quick" and meta["spec"] == g.spec()
+    assert meta["command"] == make_command("linear", "quick", f"--group {name}")
+    assert meta["spec"]["kind"] == g.KIND
+    loaded = stored.load_group(name, "quick")
+    runs = dict(zip(g.keys(), _flat(loaded)))
+    assert len(runs) == len(g.keys()) == len(_flat(loaded))
+    arrays = g.to_arrays(runs)
+    assert set(arrays) == set(summary.arrays)
+    for k, v in arrays.items():
+        np.testing.assert_array_equal(v, summary.arrays[k], err_msg=k)
+
+
+def test_save_group_writes_what_load_group_reads(tmp_path):
+    g = stored.group("floor-N40", "quick")
+    runs = {r.seed: r for r in stored.load_group("floor-N40", "quick")}
+    path = stored.save_group("floor-N40", runs, "quick", seconds=1.234,
+                             path=tmp_path / "x" / "floor-N40.npz")
+    assert sorted(p.name for p in path.parent.iterdir()) == ["floor-N40.npz"]
+    meta = load_run(path).meta
+    assert meta["seconds"] == 1.2 and meta["spec"] == g.spec()
+    assert meta["command"] == "python scripts/make_linear_runs.py --scale quick --group floor-N40"
+    back = stored.load_group("floor-N40", "quick", path=path)
+    for a, b in zip(back, runs.values()):
+        assert a.seed == b.seed and a.late_from == b.late_from
+        np.testing.assert_array_equal(a.diagonals, b.diagonals)
+        np.testing.assert_array_equal(np.stack(a.late_blocks), np.stack(b.late_blocks))
 
 
 # ----------------------------------------------- chapter 5b's "task-set-price" runs

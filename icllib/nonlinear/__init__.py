@@ -13,8 +13,9 @@ Shared by both:
 * :mod:`icllib.nonlinear.circuits`: the one circuit-metric function (effective rank,
   marginal effective rank, subspace distance, rotation, norm of stacked checkpoints) and the
   one parameter norm;
-* :mod:`icllib.nonlinear.runs`: the one run-file format (same metadata), its loader and the
-  directory scheme ``book/data/<chapter>/<scale>/``;
+* :mod:`icllib.nonlinear.runs`: the metadata every non-linear run file carries, and the
+  names of the book's one run store (:mod:`icllib.runstore`: the file format, its loader and
+  the directory scheme ``book/data/<chapter>/<scale>/``);
 * :mod:`icllib.nonlinear.reproduction`: events of runs (what a chapter concludes from each),
   stored for the runs regenerated on other kernels and compared with the shipped runs';
 * :mod:`icllib.nonlinear.device`: devices and deterministic algorithms (cuBLAS workspace);

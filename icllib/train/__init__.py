@@ -23,8 +23,15 @@ The package holds one idea per module; the names in brackets are importable from
     the training loop ``train_sgd``, its ``Recording``, the sampler it picks by default
     (``auto_sampler``) and a mode's two pathways
     (``pathway_products``, ``mode_products``);
+:mod:`icllib.train.run_groups`
+    a group of long SGD runs: its specification, its training, and its runs as a run file's
+    arrays and back (the three kinds of group and their runs);
+:mod:`icllib.train.registry`
+    the book's linear experiments: which groups chapters 2-5b load, with their
+    specifications;
 :mod:`icllib.train.stored`
-    the book's long SGD runs, trained once and stored (``load_group``).
+    the book's long SGD runs, trained once and stored in the run store
+    :mod:`icllib.runstore` (``load_group``).
 """
 
 from . import finite_tasks

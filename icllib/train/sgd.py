@@ -36,7 +36,7 @@ from .gradients import WhitenedGradients, block_grads
 from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 
 if TYPE_CHECKING:
-    from .stored import PriceRun, StoredRun
+    from .run_groups import PriceRun, StoredRun
 
 __all__ = ["Recording", "train_sgd", "auto_sampler", "pathway_products", "mode_products"]
 
@@ -336,12 +336,12 @@ def pathway_products(run: Recording | StoredRun | PriceRun) -> tuple[np.ndarray,
     manifold ``p1 = q2 = 0`` only the first pathway carries it.  This and
     :func:`mode_products` are the library's one definition of a mode's product: the ``a``,
     ``via_p2q1`` and ``via_p1q2`` of :class:`Recording`,
-    :class:`~icllib.train.stored.StoredRun` and :class:`~icllib.train.stored.PriceRun` call
-    them.
+    :class:`~icllib.train.run_groups.StoredRun` and
+    :class:`~icllib.train.run_groups.PriceRun` call them.
 
     Parameters
     ----------
-    run : Recording, icllib.train.stored.StoredRun or icllib.train.stored.PriceRun
+    run : Recording, icllib.train.run_groups.StoredRun or icllib.train.run_groups.PriceRun
         A run with the four blocks ``p1, p2, q1, q2`` (T, d, d) in the eigenbasis, or with
         their ``diagonals`` (T, 4, d).
 
@@ -365,7 +365,7 @@ def mode_products(run: Recording | StoredRun | PriceRun) -> np.ndarray:
 
     Parameters
     ----------
-    run : Recording, icllib.train.stored.StoredRun or icllib.train.stored.PriceRun
+    run : Recording, icllib.train.run_groups.StoredRun or icllib.train.run_groups.PriceRun
 
     Returns
     -------

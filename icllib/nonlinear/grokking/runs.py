@@ -18,7 +18,7 @@ from ...metrics import first_crossing
 from ...scale import current_scale
 from ...validation import check_int
 from ..circuits import circuit_metrics
-from ..runs import RunSummary, data_dir, make_command
+from ..runs import RunSummary, data_dir, make_command, missing_runs_command
 from ..runs import load_runs as _load_files
 from .analysis import embedding_fourier_power
 from .factors import FINAL_RANK_RTOL, circuit_views, distance_key, rotation_key, truncated_metrics
@@ -214,7 +214,7 @@ def load_runs(weight_decays=None, seeds=None, *, scale: str | None = None,
         seeds = sorted({s for _, s in plan}) if seeds is None else seeds
         plan = [(wd, s) for wd in wds for s in seeds]
     names = {(float(wd), int(s)): run_file_name(wd, s) for wd, s in plan}
-    return _load_files(directory, names, command=make_command(CHAPTER, scale))
+    return _load_files(directory, names, command=missing_runs_command(CHAPTER, scale))
 
 
 def load_controls(*, scale: str | None = None, directory=None) -> dict[int, RunSummary]:
@@ -223,7 +223,8 @@ def load_controls(*, scale: str | None = None, directory=None) -> dict[int, RunS
     directory = data_dir(CHAPTER, scale) if directory is None else directory
     names = {int(s): run_file_name(wd, s, True)
              for wd, s, control in experiment_plan(scale) if control}
-    return _load_files(directory, names, command=make_command(CHAPTER, scale, "--controls"))
+    command = missing_runs_command(CHAPTER, scale, "--controls")
+    return _load_files(directory, names, command=command)
 
 
 # ------------------------------------------------------------------ reproduction

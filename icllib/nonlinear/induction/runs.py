@@ -17,7 +17,7 @@ import torch
 
 from ...scale import current_scale
 from ..circuits import circuit_metrics, truncated_metrics
-from ..runs import RunSummary, data_dir, make_command
+from ..runs import RunSummary, data_dir, make_command, missing_runs_command
 from ..runs import load_runs as _load_files
 from .analysis import EmergenceWindow, icl_emergence_window
 from .model import AttentionOnlyConfig, AttentionOnlyTransformer
@@ -281,7 +281,8 @@ def load_runs(depths, seeds, *, scale: str | None = None, prefix: str = "run",
     names = {(int(L), int(s)): run_file_name(L, s, prefix, **factors)
              for L in depths for s in seeds}
     args = f"--init-stds {float(init_std):g} --positionals {positional}"
-    command = make_command(CHAPTER, scale, args + (" --demo" if prefix == "demo" else ""))
+    command = missing_runs_command(CHAPTER, scale,
+                                   args + (" --demo" if prefix == "demo" else ""))
     return _load_files(directory, names, command=command, cls=InductionRunSummary)
 
 
