@@ -36,7 +36,7 @@ import numpy as np
 from .validation import check_array, check_int, check_real
 
 __all__ = ["CONFIDENCE", "VERDICTS", "SPECIFIC_LEVEL", "wilson_interval", "verdict", "Count",
-           "Reading", "control_test", "base_rate_test", "holm"]
+           "Reading", "ControlledCount", "control_test", "base_rate_test", "holm"]
 
 #: confidence level of every interval in the book's verdict tables
 CONFIDENCE = 0.95
@@ -66,6 +66,26 @@ class Reading:
     reading: str
     why: str
     in_window: bool = False
+
+
+class ControlledCount:
+    """The verdict of a claim's count beside its control (chapters 6b and 7).
+
+    A subclass has the fields ``count`` (:class:`Count`) and ``p_control``
+    (:func:`control_test` against the control at the same reading; None without a control).
+    """
+
+    @property
+    def verdict(self) -> str:
+        """The count's verdict (:func:`verdict`)."""
+        return self.count.verdict
+
+    @property
+    def specific(self) -> bool:
+        """Holds and separates from its control (``p_control <`` :data:`SPECIFIC_LEVEL`);
+        False without a control."""
+        return (self.verdict == "holds" and self.p_control is not None
+                and self.p_control < SPECIFIC_LEVEL)
 
 
 def _check_count(k, n):

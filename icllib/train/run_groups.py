@@ -33,7 +33,7 @@ from ..model import Params
 from ..validation import check_choice, check_int
 from .finite_tasks import monte_carlo_loss
 from .initialisation import balanced_init, random_init
-from .sgd import mode_products, pathway_products, train_sgd
+from .sgd import ModeProducts, train_sgd
 from .stability import DivergenceError
 from .task_fitting import PathwayLosses, mean_pathway_losses
 
@@ -78,7 +78,7 @@ class RunGroup:
 
 
 @dataclass(frozen=True)
-class StoredRun:
+class StoredRun(ModeProducts):
     """What the chapters use of one SGD run (a :class:`~icllib.train.sgd.Recording`).
 
     Attributes
@@ -125,21 +125,6 @@ class StoredRun:
     def q(self) -> np.ndarray:
         """Mode amplitudes ``q_alpha`` = diagonal of ``q1``, float64, (T, d)."""
         return self.diagonals[:, 2].astype(float)
-
-    @property
-    def a(self) -> np.ndarray:
-        """Mode products, both pathways (:func:`mode_products`), float64, (T, d)."""
-        return mode_products(self)
-
-    @property
-    def via_p2q1(self) -> np.ndarray:
-        """The ``(p2)_aa (q1)_aa`` pathway alone (:func:`pathway_products`), (T, d)."""
-        return pathway_products(self)[0]
-
-    @property
-    def via_p1q2(self) -> np.ndarray:
-        """The ``(p1)_aa (q2)_aa`` pathway alone (:func:`pathway_products`), (T, d)."""
-        return pathway_products(self)[1]
 
     def late_params(self) -> Params:
         """The late-averaged model as :class:`~icllib.model.Params` (eigenbasis)."""
@@ -319,7 +304,7 @@ class TaskSetGroup(RunGroup):
         rec = train_sgd(config, balanced_init(len(self.s), self.start), eta=self.eta,
                         B=self.B, steps=steps, rng=rng, tasks=tasks,
                         record_every=self.record_every, sampler=self.sampler)
-        a = mode_products(rec).astype(np.float32)
+        a = rec.a.astype(np.float32)
         if short:
             return TaskSetRun(P, seed, rec.steps.copy(), a, {}, None)
         late = rec.steps >= self.burn_in          # parameters averaged over the late steps
@@ -376,7 +361,7 @@ class TaskSetGroup(RunGroup):
 
 
 @dataclass(frozen=True)
-class PriceRun:
+class PriceRun(ModeProducts):
     """One run of chapter 5b's price of a finite set (:class:`PriceGroup`).
 
     Attributes
@@ -416,21 +401,6 @@ class PriceRun:
     test: PathwayLosses | None
     train: PathwayLosses | None
     diverged_at: int | None = None
-
-    @property
-    def a(self) -> np.ndarray:
-        """Mode products, both pathways (:func:`mode_products`), at ``steps``, float64, (T, d)."""
-        return mode_products(self)
-
-    @property
-    def via_p2q1(self) -> np.ndarray:
-        """The ``(p2)_aa (q1)_aa`` pathway alone (:func:`pathway_products`), (T, d)."""
-        return pathway_products(self)[0]
-
-    @property
-    def via_p1q2(self) -> np.ndarray:
-        """The ``(p1)_aa (q2)_aa`` pathway alone (:func:`pathway_products`), (T, d)."""
-        return pathway_products(self)[1]
 
     def last_params(self) -> Params:
         """The model at the last step (eigenbasis)."""

@@ -38,7 +38,8 @@ from .stability import DIVERGENCE_FACTOR, DivergenceError, stable_eta
 if TYPE_CHECKING:
     from .run_groups import PriceRun, StoredRun
 
-__all__ = ["Recording", "train_sgd", "auto_sampler", "pathway_products", "mode_products"]
+__all__ = ["ModeProducts", "Recording", "train_sgd", "auto_sampler", "pathway_products",
+           "mode_products"]
 
 #: the samplers of :func:`train_sgd` (see :mod:`icllib.data.sampler`); "auto" picks the faster
 #: exact one of "statistics" and "actions" (:func:`auto_sampler`)
@@ -74,8 +75,30 @@ def auto_sampler(N, D, shared_basis) -> str:
     return "actions"
 
 
+class ModeProducts:
+    """The mode products of a run, one definition for every kind of run (:class:`Recording`,
+    the stored runs of :mod:`icllib.train.run_groups`): ``a`` sums both pathways
+    (:func:`mode_products`), ``via_p2q1`` and ``via_p1q2`` are each pathway alone
+    (:func:`pathway_products`); all float64, shape (T, d), at the run's recorded steps."""
+
+    @property
+    def a(self) -> np.ndarray:
+        """Mode products ``a_alpha``, both pathways (:func:`mode_products`), shape (T, d)."""
+        return mode_products(self)
+
+    @property
+    def via_p2q1(self) -> np.ndarray:
+        """The ``(p2)_aa (q1)_aa`` pathway of each mode alone (:func:`pathway_products`)."""
+        return pathway_products(self)[0]
+
+    @property
+    def via_p1q2(self) -> np.ndarray:
+        """The ``(p1)_aa (q2)_aa`` pathway of each mode alone (:func:`pathway_products`)."""
+        return pathway_products(self)[1]
+
+
 @dataclass(eq=False)
-class Recording:
+class Recording(ModeProducts):
     """What :func:`train_sgd` records every ``record_every`` steps.
 
     Matrices are stored **in the U basis** (``U^T M U``), so their diagonals are the mode
@@ -121,20 +144,6 @@ class Recording:
         """Mode amplitudes ``q_alpha`` = diagonal of ``U^T q1 U``, shape (T, d)."""
         return np.diagonal(self.q1, axis1=1, axis2=2).copy()
 
-    @property
-    def a(self) -> np.ndarray:
-        """Mode products ``a_alpha``, both pathways (:func:`mode_products`), shape (T, d)."""
-        return mode_products(self)
-
-    @property
-    def via_p2q1(self) -> np.ndarray:
-        """The ``(p2)_aa (q1)_aa`` pathway of each mode alone (:func:`pathway_products`)."""
-        return pathway_products(self)[0]
-
-    @property
-    def via_p1q2(self) -> np.ndarray:
-        """The ``(p1)_aa (q2)_aa`` pathway of each mode alone (:func:`pathway_products`)."""
-        return pathway_products(self)[1]
 
 
 def train_sgd(

@@ -31,7 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...metrics import first_crossing, half_way_time
-from ...verdicts import SPECIFIC_LEVEL, Count, Reading, base_rate_test, control_test
+from ...verdicts import (
+    ControlledCount,
+    Count,
+    Reading,
+    base_rate_test,
+    control_test,
+)
 from .analysis import rotation_peak
 from .factors import NO_SIGNAL, distance_key, rotation_key
 
@@ -154,7 +160,7 @@ def claim_holds(claim: str, ev: dict) -> bool | None:
 
 
 @dataclass(frozen=True)
-class GrokkingResult:
+class GrokkingResult(ControlledCount):
     """One claim at one weight decay at its primary reading, with its control.
 
     Attributes
@@ -180,17 +186,6 @@ class GrokkingResult:
     p_control: float | None
     p_base_rate: float | None = None
 
-    @property
-    def verdict(self) -> str:
-        """The count's verdict (:func:`icllib.verdicts.verdict`)."""
-        return self.count.verdict
-
-    @property
-    def specific(self) -> bool:
-        """Holds and separates from its control (``p_control <``
-        :data:`~icllib.verdicts.SPECIFIC_LEVEL`); False without a control."""
-        return (self.verdict == "holds" and self.p_control is not None
-                and self.p_control < SPECIFIC_LEVEL)
 
 
 def _count(claim: str, events: list[dict]) -> tuple[Count | None, list[dict]]:

@@ -31,7 +31,13 @@ from pathlib import Path
 import numpy as np
 
 from ...validation import check_choice
-from ...verdicts import SPECIFIC_LEVEL, Count, Reading, base_rate_test, control_test
+from ...verdicts import (
+    ControlledCount,
+    Count,
+    Reading,
+    base_rate_test,
+    control_test,
+)
 from ..curvature import autocorrelation_curvature
 from ..runs import load_run
 from .factors import WITH_TOLERANCE, outcome_at
@@ -176,7 +182,7 @@ def claim_holds(claim: str, ev: dict) -> bool | None:
 
 
 @dataclass(frozen=True)
-class PrimaryResult:
+class PrimaryResult(ControlledCount):
     """One claim in one setting at its primary reading, with its control.
 
     Attributes
@@ -209,16 +215,6 @@ class PrimaryResult:
         """``"learned, init 0.1, 2 layers"``."""
         return f"{self.positional}, init {self.init_std:g}, {self.depth} layers"
 
-    @property
-    def verdict(self) -> str:
-        """The count's verdict (:func:`icllib.verdicts.verdict`)."""
-        return self.count.verdict
-
-    @property
-    def specific(self) -> bool:
-        """Holds in the setting and separates from its control (``p_control <``
-        :data:`~icllib.verdicts.SPECIFIC_LEVEL`)."""
-        return self.verdict == "holds" and self.p_control < SPECIFIC_LEVEL
 
 
 def _groups(events: dict) -> dict[tuple, list[str]]:
