@@ -1,7 +1,11 @@
 """Non-linear experiments in PyTorch (chapters 6 and 7): a map of the package.
 
-Two experiments, each a package of the same five modules (``task``, ``model``, ``training``,
-``analysis``, ``runs``), everything re-exported by the package:
+Two experiments, each a package with the same eight core modules (``task``, ``model``,
+``training``, ``analysis``, ``factors``, ``runs``, ``reproduction``, ``seeds``), which the
+package re-exports, and the chapter's own verdict modules (``primary``; chapter 6b's
+``ablation`` and ``claims``; chapter 7's ``progress``), of which only ``ablation`` is
+re-exported (the others are imported by their path, e.g.
+``from icllib.nonlinear.grokking.primary import primary_results``):
 
 * :mod:`icllib.nonlinear.induction` (chapter 6): attention-only transformers of 1-4 layers on
   an induction task; when in-context learning emerges and what the QK/OV circuits do then.
@@ -23,6 +27,15 @@ Shared by both:
   of parameter norms;
 * :mod:`icllib.nonlinear.batched`: several seeds of one configuration trained as one stacked
   model.
+
+The two differ in how an experiment is set up, because the experiments differ: an induction
+run is configured by three objects (``AttentionOnlyConfig``, ``InductionTask``,
+``TrainConfig``: the model, the data stream and the optimiser are varied independently) and
+trained by ``train_attention_only(model, task, train, seed=..., keep_model=False)``; a
+grokking run by one ``GrokkingConfig`` that holds its seed (the data set is part of the
+experiment: the seed also draws the train/test split) and ``train_grokking(config,
+num_threads=None, keep_model=True)`` (a one-layer model, small enough to keep for the live
+demo; ``num_threads`` because its full-batch steps run best on a pinned thread count).
 
 Level crossings use :func:`icllib.metrics.first_crossing`, sizes :func:`icllib.scale.pick`;
 the exercise checkers of both chapters live in :mod:`icllib.exercises.nonlinear`.  Importing

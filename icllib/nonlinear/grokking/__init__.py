@@ -5,22 +5,27 @@ and its checkpointed matrices), :mod:`.training` (full-batch AdamW, the chapter'
 :mod:`.seeds` (several seeds as one batched model), :mod:`.analysis` (settle step, rotation
 peak, Fourier power, timing of a run), :mod:`.factors` (truncation rank and aggregation as
 factors, half-times and leads), :mod:`.runs` (the shipped run files and the reproduction
-check), :mod:`.reproduction` (what the chapter concludes from a run, as events).
-Everything is re-exported here: ``from icllib.nonlinear.grokking import
-train_grokking``.
+check), :mod:`.reproduction` (what the chapter concludes from a run, as events); and the
+chapter's own :mod:`.progress` (restricted and excluded loss, after Nanda et al.) and
+:mod:`.primary` (the verdicts at one stated reading per claim).  Every module but
+``progress`` and ``primary`` is re-exported here (``from icllib.nonlinear.grokking import
+train_grokking``); those two are imported by their path.
 """
 
 from .analysis import embedding_fourier_power, grokking_timing, rotation_peak, settle_step
 from .factors import (
     FACTOR_MATRICES,
     FINAL_RANK_RTOL,
+    NO_SIGNAL,
     PLACES,
     RANKS,
+    circuit_views,
     classify_half,
     distance_events,
     distance_key,
     factor_table,
     final_rank,
+    float32_rtol,
     rotation_key,
     truncated_metrics,
 )
@@ -50,6 +55,7 @@ from .task import (
     with_random_labels,
 )
 from .training import (
+    CURVE_NAMES,
     WEIGHT_DECAYS,
     GrokkingConfig,
     GrokkingRun,
@@ -57,6 +63,7 @@ from .training import (
     experiment_seeds,
     experiment_settings,
     full_config,
+    grokking_loss,
     medium_config,
     quick_config,
     train_grokking,
@@ -66,11 +73,13 @@ __all__ = [
     "OPERATIONS", "ModularDataset", "modular_dataset", "check_p", "check_op",
     "check_train_frac", "with_random_labels",
     "RANKS", "FINAL_RANK_RTOL", "FACTOR_MATRICES", "final_rank", "distance_key", "rotation_key",
-    "truncated_metrics", "distance_events", "PLACES", "classify_half", "factor_table",
+    "truncated_metrics", "distance_events", "NO_SIGNAL", "float32_rtol", "circuit_views",
+    "PLACES", "classify_half", "factor_table",
     "CIRCUIT_NAMES", "ModularTransformer",
     "GrokkingConfig", "quick_config", "medium_config", "full_config", "experiment_settings",
     "experiment_seeds",
-    "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun", "train_grokking", "train_grokking_seeds",
+    "experiment_plan", "WEIGHT_DECAYS", "GrokkingRun", "CURVE_NAMES", "grokking_loss",
+    "train_grokking", "train_grokking_seeds",
     "settle_step", "rotation_peak", "embedding_fourier_power", "grokking_timing",
     "CHAPTER", "summarize_run", "run_file_name", "run_command", "make_run", "make_runs_batched",
     "load_runs",

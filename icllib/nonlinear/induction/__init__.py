@@ -6,8 +6,10 @@ circuits), :mod:`.training` (Adam, checkpoints, the chapter's settings), :mod:`.
 :mod:`.factors` (the claims' tests as functions of view, layer, truncation rank, dip test
 and anchor), :mod:`.runs` (the shipped run files), :mod:`.reproduction` (what the chapter
 concludes from a run, as events), :mod:`.seeds` (several seeds trained as one batched model,
-for a GPU).  Everything is re-exported here: ``from icllib.nonlinear.induction import
-make_run``.
+for a GPU); and the chapter's verdicts, :mod:`.claims` (counts under every reading) and
+:mod:`.primary` (one stated reading per claim).  Every module but ``claims`` and
+``primary`` is re-exported here (``from icllib.nonlinear.induction import make_run``);
+those two are imported by their path.
 """
 
 from .ablation import HEAD_ABLATIONS, ablated_losses, head_ablations
@@ -81,11 +83,13 @@ from .training import (
     INIT_STDS,
     AttentionOnlyRun,
     TrainConfig,
+    check_configs,
     checkpoint_steps,
     demo_settings,
     experiment_seeds,
     experiment_settings,
     sequence_losses,
+    token_losses,
     train_attention_only,
 )
 
@@ -94,6 +98,7 @@ __all__ = [
     "MAX_LAYERS", "POSITIONAL_KINDS", "AttentionOnlyConfig", "AttentionOnlyTransformer",
     "sinusoidal_positions",
     "EVAL_SEED", "TrainConfig", "AttentionOnlyRun", "checkpoint_steps", "sequence_losses",
+    "token_losses", "check_configs",
     "train_attention_only", "experiment_settings", "experiment_seeds", "demo_settings",
     "INIT_STDS", "DEFAULT_INIT_STD", "DEFAULT_POSITIONAL",
     "previous_token_score", "duplicate_token_score", "induction_score", "head_scores",
