@@ -297,7 +297,7 @@ def test_first_crossing_without_interpolation_returns_a_sample_time():
 
 
 # ======================================================================================
-# Found by ``bench/mutation_pass.py`` (issue 25, section 4): tests that kill the mutants
+# Found by mutation testing (issue 25, section 4): tests that kill the mutants
 # of icllib.metrics that survived the tests above. Each states a property of the
 # definitions in the module docstring of :mod:`icllib.metrics` (book chapter 6, 'Three
 # metrics'), at the boundaries where the survivors differed from the code.

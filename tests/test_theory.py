@@ -585,7 +585,7 @@ def test_running_example_switches_mode_4_off_at_short_contexts():
 
 
 # ======================================================================================
-# Found by ``bench/mutation_pass.py`` (issue 25, section 4): tests that kill the mutants
+# Found by mutation testing (issue 25, section 4): tests that kill the mutants
 # of icllib.theory that survived the tests above. Each states a property of the book's
 # formulas (closed forms, exact values, limits, the conservation law, the domain of
 # each formula) at the place where a surviving mutant differed from the code; none

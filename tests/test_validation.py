@@ -241,7 +241,7 @@ def test_packages_re_export_what_their_docstrings_say():
 
 
 # ======================================================================================
-# Found by ``bench/mutation_pass.py`` (issue 25, section 4): tests that kill the mutants
+# Found by mutation testing (issue 25, section 4): tests that kill the mutants
 # of icllib.validation that survived the tests above. Every public function of the
 # library validates its arguments through these helpers, so each test states one rule
 # of the module docstring of :mod:`icllib.validation` at its boundary: the value
