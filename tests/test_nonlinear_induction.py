@@ -642,17 +642,9 @@ def test_control_runs_get_the_placebo_window_of_their_partner():
                for k in folder)
 
 
-def test_claim_counts_group_runs_by_setting_and_read_the_anchor():
-    """dip_counts / lead_counts count events per setting (depths pooled, one-layer runs as the
-    control, the demo left out); a lead's outcome is read against the chosen anchor."""
+def _claim_events():
+    """Events of three runs of one setting and a control (and a demo, which is left out)."""
     from icllib.nonlinear.induction import DIP_TESTS, HALF_EVENTS, LAYERS, VIEWS, WINDOW_EVENTS
-    from icllib.nonlinear.induction.claims import (
-        CONTROL,
-        dip_counts,
-        lead_counts,
-        run_setting,
-        setting_runs,
-    )
 
     def ev(start, dip, half):
         e = dict.fromkeys(WINDOW_EVENTS + HALF_EVENTS, float(half))
@@ -661,26 +653,137 @@ def test_claim_counts_group_runs_by_setting_and_read_the_anchor():
                   for t in DIP_TESTS})
         return e
 
-    events = {"run_L2_learned_std0.1_seed0": ev(1000, 1, 900),     # before the start
-              "run_L3_learned_std0.1_seed0": ev(1000, 0, 1020),    # with the start
-              "run_L1_learned_std0.1_seed0": ev(1000, 0, 1500),    # control, after
-              "demo_L2_learned_std0.1_seed0": ev(1000, 1, 900)}
+    return {"run_L2_learned_std0.1_seed0": ev(1000, 1, 900),     # before the start
+            "run_L3_learned_std0.1_seed0": ev(1000, 0, 1020),    # with the start
+            "run_L1_learned_std0.1_seed0": ev(1000, 0, 1500),    # control, after
+            "demo_L2_learned_std0.1_seed0": ev(1000, 1, 900)}
+
+
+def test_claim_counts_group_runs_by_setting_and_read_the_anchor():
+    """dip_counts / lead_counts count events per setting (depths pooled, one-layer runs as the
+    control, the demo left out), one named row per count; a lead's outcome is read against the
+    chosen anchor."""
+    from icllib.nonlinear.induction import DIP_TESTS, LAYERS, VIEWS
+    from icllib.nonlinear.induction.claims import (
+        CONTROL,
+        dip_counts,
+        lead_counts,
+        only,
+        outcome_counts,
+        run_setting,
+        setting_runs,
+    )
+    from icllib.verdicts import Count
+
+    events = _claim_events()
     assert run_setting("run_L1_learned_std0.1_seed0") == CONTROL
     assert run_setting("demo_L2_learned_std0.1_seed0") is None
     assert setting_runs(events) == {"learned, init 0.1": ["run_L2_learned_std0.1_seed0",
                                                           "run_L3_learned_std0.1_seed0"],
                                     CONTROL: ["run_L1_learned_std0.1_seed0"]}
     dips = dip_counts(events)
-    assert (dips["climb", "head", "layer 1", "learned, init 0.1"].k,
-            dips["climb", "head", "layer 1", "learned, init 0.1"].n) == (1, 2)
+    assert len(dips) == 2 * len(DIP_TESTS) * len(VIEWS) * len(LAYERS)     # two settings
+    climb = only(dips, test="climb", view="head", layer="layer 1", setting="learned, init 0.1")
+    assert (climb.claim, climb.count) == ("dip", Count(1, 2))
+    assert only(dips, test="global", view="summed", layer="induction layer",
+                setting=CONTROL).count == Count(0, 1)
+    # a dip has no truncation rank, anchor or outcome
+    assert {(r.rank, r.anchor, r.outcome) for r in dips} == {(None, None, None)}
     leads = lead_counts(events)
-    start = leads["start", "head", "layer 1", "d_head", "learned, init 0.1"]
+    reading = dict(view="head", layer="layer 1", rank="d_head", setting="learned, init 0.1")
+    start = outcome_counts(leads, anchor="start", **reading)
     assert (start["before"].k, start["with"].k, start["after"].k) == (1, 1, 0)
-    end = leads["end", "head", "layer 1", "d_head", "learned, init 0.1"]
+    end = outcome_counts(leads, anchor="end", **reading)
     assert (end["before"].k, end["with"].k) == (2, 0)
-    assert lead_counts(events, "norm lead")["start", CONTROL]["after"].k == 1
+    row = only(leads, anchor="mid", outcome="after", **reading)
+    assert (row.claim, row.test, row.count) == ("distance lead", None, Count(0, 2))
+    norm = only(lead_counts(events, "norm lead"), anchor="start", setting=CONTROL,
+                outcome="after")
+    assert norm.count == Count(1, 1) and (norm.view, norm.layer, norm.rank) == (None,) * 3
     with pytest.raises(ValueError, match="claim"):
         lead_counts(events, "dip")
+
+
+def test_claim_counts_table_is_one_named_row_per_count():
+    """claim_counts is one long table of every claim; select / only / paired pick rows by
+    their fields, and a row's label names its cell."""
+    from icllib.nonlinear.induction import LEAD_OUTCOMES
+    from icllib.nonlinear.induction.claims import (
+        CLAIMS,
+        claim_counts,
+        dip_counts,
+        lead_counts,
+        only,
+        paired,
+        select,
+    )
+    from icllib.verdicts import Count
+
+    events = _claim_events()
+    table = claim_counts(events)
+    assert table == (dip_counts(events) + lead_counts(events)
+                     + lead_counts(events, "norm lead"))
+    assert [r.claim for r in table] == sorted((r.claim for r in table), key=CLAIMS.index)
+    # every lead reading's outcomes add up to the runs of its setting
+    for r in select(table, claim="norm lead", outcome="before"):
+        same = select(table, claim="norm lead", anchor=r.anchor, setting=r.setting)
+        assert [x.outcome for x in same] == list(LEAD_OUTCOMES)
+        assert sum(x.count.k for x in same) == r.count.n
+    row = only(table, claim="dip", test="near", view="stacked", layer="induction layer",
+               setting="learned, init 0.1")
+    assert row.label == "dip / near / stacked / induction layer / learned, init 0.1"
+    assert only(table, claim="norm lead", anchor="end", outcome="with",
+                setting="learned, init 0.1").label == "norm lead / with / end / learned, init 0.1"
+    assert len({r.label for r in table}) == len(table)           # one label per cell
+    with pytest.raises(LookupError, match="2 rows"):
+        only(table, claim="norm lead", anchor="end", outcome="with")          # two settings
+    with pytest.raises(LookupError, match="0 rows"):
+        only(table, claim="dip", setting="sinusoidal, init 0.1")
+    with pytest.raises(TypeError, match="positional"):
+        select(table, positional="learned")                    # not a field: no silent []
+    # paired: the same cells of another set of runs (here: one run fewer, the dip gone)
+    fewer = {k: v for k, v in events.items() if k != "run_L2_learned_std0.1_seed0"}
+    pairs = paired(table, claim_counts(fewer))
+    assert len(pairs) == len(table)
+    assert all(a.label == b.label for a, b in pairs)
+    a, b = next((a, b) for a, b in pairs if a.label == row.label)
+    assert (a.count, b.count) == (Count(1, 2), Count(0, 1))
+    only_control = {k: v for k, v in events.items() if "_L1_" in k}
+    assert {a.setting for a, _ in paired(table, claim_counts(only_control))} == {
+        "one layer (control)"}
+
+
+def test_claim_counts_of_the_shipped_runs():
+    """On the shipped quick runs: every setting's rows count all of its runs, the dip rows of
+    a setting agree with its runs' dip flags, and a lead's outcomes partition its runs."""
+    from icllib.nonlinear.induction import DIP_TESTS, LAYERS, VIEWS, chapter_events
+    from icllib.nonlinear.induction.claims import (
+        CONTROL,
+        claim_counts,
+        only,
+        outcome_counts,
+        setting_runs,
+    )
+
+    events = chapter_events(DATA)
+    groups = setting_runs(events)
+    assert CONTROL in groups and "learned, init 0.1" in groups
+    table = claim_counts(events)
+    assert {r.setting for r in table} == set(groups)
+    assert all(r.count.n == len(groups[r.setting]) for r in table)
+    n_dip = len(DIP_TESTS) * len(VIEWS) * len(LAYERS)
+    assert sum(r.claim == "dip" for r in table) == n_dip * len(groups)
+    names = groups["learned, init 0.1"]
+    row = only(table, claim="dip", test="climb", view="head", layer="induction layer",
+               setting="learned, init 0.1")
+    assert row.count.k == sum(events[n]["dip head / induction layer / climb"] == 1.0
+                              for n in names)
+    lead = outcome_counts(table, claim="distance lead", anchor="start", view="head",
+                          layer="induction layer", rank="d_head", setting="learned, init 0.1")
+    assert sum(c.k for c in lead.values()) == len(names)
+    assert lead["before"].k == sum(
+        events[n]["half head / induction layer / d_head"] < events[n]["window_start"] - 50
+        for n in names)
 
 
 def test_head_scores_of_a_read_only_pattern_raise_no_warning():

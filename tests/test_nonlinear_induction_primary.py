@@ -98,6 +98,7 @@ def test_subspace_first_needs_a_margin_of_two_checkpoints():
 
 
 def test_primary_counts_cover_groups_without_a_control():
+    from icllib.nonlinear.induction.claims import only, select
     from icllib.nonlinear.induction.primary import primary_counts
 
     events = _grid(lambda s: _events(dip=float(s < 2)), lambda s: _events(emerged=False,
@@ -105,11 +106,36 @@ def test_primary_counts_cover_groups_without_a_control():
     for s in range(3):      # a setting with no one-layer runs: no verdict, but a count
         events[run_file_name(2, s, positional="relative")[:-4]] = _events(dip=1.0)
     counts = primary_counts(events)
-    assert counts[("dip", "relative", 0.1, 2)] == Count(3, 3)
-    assert counts[("dip", "learned", 0.1, 2)] == Count(2, 5)
-    assert counts[("only deep", "learned", 0.1, 1)] == Count(0, 5)
-    assert ("dip", "learned", 0.1, 1) not in counts        # no window to read a dip in
+    rel = only(counts, claim="dip", positional="relative", depth=2)
+    assert (rel.init_std, rel.count) == (0.1, Count(3, 3))
+    assert only(counts, claim="dip", positional="learned", depth=2).count == Count(2, 5)
+    shallow = only(counts, claim="only deep", positional="learned", depth=1)
+    assert shallow.count == Count(0, 5) and shallow.setting == "learned, init 0.1, 1 layer"
+    assert select(counts, claim="dip", depth=1) == []         # no window to read a dip in
+    # one row per claim and readable group, claims in the order of PRIMARY_READINGS
+    assert [r.claim for r in counts] == sorted((r.claim for r in counts),
+                                               key=list(PRIMARY_READINGS).index)
+    assert len({(r.claim, r.setting) for r in counts}) == len(counts)
     assert {r.positional for r in primary_results(events)} == {"learned"}
+
+
+def test_primary_counts_of_two_sets_of_runs_pair_by_claim_and_group():
+    """paired matches the rows of two primary_counts tables by claim and group (as the
+    chapter compares the quick and the medium runs); groups in only one are left out."""
+    from icllib.nonlinear.induction.claims import paired
+    from icllib.nonlinear.induction.primary import primary_counts
+
+    small = _grid(lambda s: _events(dip=1.0), lambda s: _events(emerged=False, start=None),
+                  seeds=(0, 1, 2))
+    large = _grid(lambda s: _events(dip=float(s == 0)),
+                  lambda s: _events(emerged=False, start=None),
+                  settings=(("learned", 0.1), ("sinusoidal", 0.1)))
+    pairs = paired(primary_counts(small), primary_counts(large))
+    assert pairs and {(a.positional, b.positional) for a, b in pairs} == {("learned", "learned")}
+    assert all((a.claim, a.init_std, a.depth) == (b.claim, b.init_std, b.depth)
+               for a, b in pairs)
+    dip = next((a, b) for a, b in pairs if a.claim == "dip")
+    assert (dip[0].count, dip[1].count) == (Count(3, 3), Count(1, 5))
 
 
 def test_sensitivity_corrects_the_best_reading_for_the_number_tried():

@@ -45,8 +45,8 @@ from .reproduction import chapter_events, placebo_partner
 from .runs import TRAIN_LOSS_BIN, InductionRunSummary, parse_run_name
 
 __all__ = ["Reading", "PRIMARY_READINGS", "ACF_WINDOW", "ACF_LAGS", "acf_peak_event",
-           "primary_events", "claim_holds", "PrimaryResult", "primary_counts", "primary_results",
-           "Sensitivity", "sensitivity"]
+           "primary_events", "claim_holds", "PrimaryCount", "PrimaryResult", "primary_counts",
+           "primary_results", "Sensitivity", "sensitivity"]
 
 
 #: the primary reading of each claim, keyed by a short name; fixed before the medium runs
@@ -182,6 +182,37 @@ def claim_holds(claim: str, ev: dict) -> bool | None:
 
 
 @dataclass(frozen=True)
+class PrimaryCount:
+    """One row of the long table of :func:`primary_counts`: the runs of one group that
+    satisfy one claim at its primary reading (no control, no test).
+
+    Attributes
+    ----------
+    claim : str
+        A key of :data:`PRIMARY_READINGS`.
+    positional : str
+    init_std : float
+    depth : int
+        The group: positional embedding, initialisation scale and depth (one-layer groups
+        included).
+    count : Count
+        Its runs that satisfy the claim, out of those in which it can be read.
+    """
+
+    claim: str
+    positional: str
+    init_std: float
+    depth: int
+    count: Count
+
+    @property
+    def setting(self) -> str:
+        """``"learned, init 0.1, 2 layers"`` (``"1 layer"`` for depth 1)."""
+        return (f"{self.positional}, init {self.init_std:g}, {self.depth} "
+                f"layer{'s' * (self.depth > 1)}")
+
+
+@dataclass(frozen=True)
 class PrimaryResult(ControlledCount):
     """One claim in one setting at its primary reading, with its control.
 
@@ -232,16 +263,24 @@ def _count(claim: str, events: dict, names: list[str]) -> tuple[Count | None, li
     return (Count(sum(seen), len(seen)) if seen else None), seen
 
 
-def primary_counts(events: dict) -> dict[tuple[str, str, float, int], Count]:
-    """``{(claim, positional, init_std, depth): Count}`` at the primary readings, for every
-    group of runs that can be read (one-layer groups included, without their controls): the
-    counts a comparison between scales needs, where not every setting has a control."""
-    out = {}
+def primary_counts(events: dict) -> list[PrimaryCount]:
+    """Every claim at its primary reading in every group of runs where it can be read
+    (one-layer groups included, without their controls): the counts a comparison between
+    scales needs, where not every setting has a control.
+
+    Returns
+    -------
+    list of PrimaryCount
+        One row per claim (in the order of :data:`PRIMARY_READINGS`) and group (in the order
+        of the run names); a group in which the claim cannot be read (no window, own or
+        placebo) has no row.  :func:`~.claims.paired` matches the rows of two sets of runs.
+    """
+    out = []
     for claim in PRIMARY_READINGS:
-        for key, names in _groups(events).items():
+        for (positional, std, depth), names in _groups(events).items():
             count, _ = _count(claim, events, names)
             if count is not None:
-                out[(claim, *key)] = count
+                out.append(PrimaryCount(claim, positional, std, depth, count))
     return out
 
 
