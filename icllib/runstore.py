@@ -1,6 +1,6 @@
 """The book's run store: where the stored runs live, their one file format, their one loader.
 
-Every part of the book that stores runs (the linear model's SGD runs of chapters 2-5b,
+Every part of the book that stores runs (the linear model's SGD runs of chapters 1-5b,
 :mod:`icllib.train.stored`; the non-linear runs of chapters 6 and 7,
 :mod:`icllib.nonlinear.runs`) stores them here, one way:
 

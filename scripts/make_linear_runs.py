@@ -1,8 +1,9 @@
-"""Train and store the linear model's long SGD runs that chapters 2-5b load.
+"""Train and store the linear model's long SGD runs that chapters 1-5b load.
 
-Each group of icllib.train.registry, the book's linear experiments (the running example's
-seeds, chapter 3's runs from the paper's fixed point, chapter 5's floor at N = 40, chapter 5b's
-task sets and its price of a finite set over P = 1..256 from two starts), is trained with
+Each group of icllib.train.registry, the book's linear experiments (chapter 1's trained models
+at N = 10 and 32, the running example's seeds, chapter 3's runs from the paper's fixed point,
+chapter 5's floor at N = 40, chapter 5b's task sets and its price of a finite set over
+P = 1..256 from two starts), is trained with
 icllib.train.train_sgd, exactly as the chapters did before the runs were stored, and written
 (icllib.train.stored.save_group, atomically) to book/data/linear/<scale>/<group>.npz with its
 specification and this command:
@@ -12,9 +13,9 @@ specification and this command:
     python scripts/make_linear_runs.py --scale full --jobs 16
 
 Runs are deterministic: one BLAS thread each (train_sgd limits BLAS to one thread itself).
-About 3.5 minutes of CPU for the quick scale, split over --jobs processes, plus about 6.5
-minutes for chapter 5b's "task-set-price" (160 runs; measured with --jobs 1, which runs in
-this process).
+About 4 minutes of CPU for the quick scale (half a minute of it chapter 1's "trained-floor"),
+split over --jobs processes, plus about 6.5 minutes for chapter 5b's "task-set-price" (160
+runs; measured with --jobs 1, which runs in this process).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,17 +55,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    home = tmp_path_factory.mktemp("jupyterlab")
-    settings = home / "settings" / "@jupyterlab" / "docmanager-extension"
-    settings.mkdir(parents=True)
+# The settings of the JupyterLab the tests start (its own settings folder): {plugin: values}.
+LAB_SETTINGS = {
     # The test only reads the chapters: no autosave may rewrite them while cells run.
-    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
     # Every cell in the page (no windowing), so the checks see the whole chapter.
-    tracker = home / "settings" / "@jupyterlab" / "notebook-extension"
-    tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+}
+
+
+@contextmanager
+def jupyterlab_server(home, settings=LAB_SETTINGS):
+    """Start JupyterLab on 127.0.0.1 with its settings, runtime and workspace folders under
+    ``home`` (``settings``: ``{plugin id: values}``, written there), live figures, and yield
+    ``(url, token)`` once it answers; stop it on leaving (also after a failure). Shared with
+    ``bench/run_all_times.py``."""
+    home = Path(home)
+    for plugin, values in settings.items():
+        package, name = plugin.rsplit(":", 1)
+        folder = home / "settings" / package
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
     env = {k: v for k, v in os.environ.items() if k != "ICLLIB_FIGURES"}   # live widgets
     env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
@@ -100,6 +111,11 @@ def lab(tmp_path_factory):
             server.wait(5)
         log.close()
 
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    with jupyterlab_server(tmp_path_factory.mktemp("jupyterlab")) as served:
+        yield served
 
 
 # JavaScript run in the page: JupyterLab's application object is exposed by

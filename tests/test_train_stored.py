@@ -1,4 +1,4 @@
-"""The stored SGD runs of chapters 2-5b (icllib.train.stored) are the runs train_sgd makes.
+"""The stored SGD runs of chapters 1-5b (icllib.train.stored) are the runs train_sgd makes.
 
 Error model of the comparisons. Curves are stored in float32 (each value within 2**-24 = 6e-8
 of itself). The samplers' normals are float32-accurate, and on another CPU numpy's SIMD
@@ -12,8 +12,9 @@ blocks, its square for the pathway products): a tolerance of 1e-6 of that scale 
 what another CPU changes and fails at the first step of another random stream or another
 algorithm (differences of order 1 in the noise, 1e-2 in a Monte Carlo loss).
 
-Chapter 5b's stored "task-set-price" runs (the last tests) are checked the same way: a
-prefix of a sample of runs and one whole run regenerate.
+Chapter 5b's stored "task-set-price" runs are checked the same way: a prefix of a sample of
+runs and one whole run regenerate. Chapter 1's "trained-floor" runs (the last tests): a prefix
+of the first phase of every run, and one whole run with its averaged model and its loss.
 """
 
 import json
@@ -279,3 +280,33 @@ def test_a_whole_price_run_regenerates_with_its_losses(price_runs):
         np.testing.assert_allclose([a.loss, *a.ablated, *a.rms], [b.loss, *b.ablated, *b.rms],
                                    rtol=1e-5, err_msg=which)
     np.testing.assert_allclose(run.late_blocks, live.late_blocks, rtol=1e-5, atol=1e-7)
+
+
+# ----------------------------------------------- chapter 1's "trained-floor" runs
+
+FLOOR_NAME = "trained-floor"
+
+
+def test_every_trained_floor_run_regenerates():
+    g = stored.group(FLOOR_NAME, "quick")
+    runs = stored.load_group(FLOOR_NAME, "quick")
+    assert list(runs) == g.keys()
+    for key, run in runs.items():
+        assert run.steps[0] == 0 and run.steps[-1] == g.steps
+        assert run.late_blocks.shape == (4, len(g.s), len(g.s)) and np.isfinite(run.loss)
+        live = g.train(*key, steps=PREFIX)
+        keep = run.steps <= PREFIX
+        np.testing.assert_array_equal(live.steps, run.steps[keep])
+        assert_curve_close(run.diagonals[keep], live.diagonals, f"{key}: blocks")
+
+
+def test_a_whole_trained_floor_run_regenerates_its_average_and_loss():
+    # both phases, the average over the second one's late steps, then the paired Monte Carlo
+    # loss on fresh prompts drawn from the same generator after training
+    g = stored.group(FLOOR_NAME, "quick")
+    key = (g.N_values[-1], g.seeds[-1])
+    run, live = stored.load_group(FLOOR_NAME, "quick")[key], g.train(*key)
+    assert_curve_close(run.diagonals, live.diagonals, "blocks")
+    scale = np.max(np.abs(live.late_blocks))
+    np.testing.assert_allclose(run.late_blocks, live.late_blocks, rtol=0, atol=1e-7 * scale)
+    np.testing.assert_allclose(run.loss, live.loss, rtol=1e-6)

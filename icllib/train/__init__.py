@@ -27,7 +27,7 @@ The package holds one idea per module; the names in brackets are importable from
     a group of long SGD runs: its specification, its training, and its runs as a run file's
     arrays and back (the three kinds of group and their runs);
 :mod:`icllib.train.registry`
-    the book's linear experiments: which groups chapters 2-5b load, with their
+    the book's linear experiments: which groups chapters 1-5b load, with their
     specifications;
 :mod:`icllib.train.stored`
     the book's long SGD runs, trained once and stored in the run store

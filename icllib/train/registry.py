@@ -1,9 +1,10 @@
-"""The book's linear experiments: which groups of long SGD runs chapters 2-5b load, and their
+"""The book's linear experiments: which groups of long SGD runs chapters 1-5b load, and their
 specifications.
 
-Chapters 2-5b compare long full-model SGD runs with the theory (the running example's seeds
-for 6000 steps, chapter 3's runs from the paper's fixed point, chapter 5's floor at N = 40,
-chapter 5b's task sets and its price of a finite set).  Each is a *group*
+Chapters 1-5b compare long full-model SGD runs with the theory (chapter 1's trained models at
+N = 10 and 32, the running example's seeds for 6000 steps, chapter 3's runs from the paper's
+fixed point, chapter 5's floor at N = 40, chapter 5b's task sets and its price of a finite
+set).  Each is a *group*
 (:mod:`icllib.train.run_groups`) named here, at each scale (:func:`groups`);
 ``scripts/make_linear_runs.py`` trains the groups named here and stores them, and a chapter
 loads one by name (:func:`icllib.train.stored.load_group`), which checks that the stored
@@ -19,7 +20,7 @@ from ..examples import RUNNING_EXAMPLE
 from ..scale import SCALES, current_scale, pick
 from ..theory import paper_fixed_point
 from ..validation import check_choice
-from .run_groups import PriceGroup, SGDGroup, TaskSetGroup
+from .run_groups import FloorGroup, PriceGroup, SGDGroup, TaskSetGroup
 from .sgd import auto_sampler
 
 __all__ = ["groups", "group"]
@@ -31,7 +32,9 @@ def groups(scale: str | None = None) -> dict:
     ``"running-example"``: intro, chapters 2, 4 and 5 (N = 10, B = 2048, seeds 400, 401, ...);
     ``"floor-N40"``: chapter 5's floor at N = 40; ``"fixed-point-B<B>"``: chapter 3's runs
     from the paper's fixed point at two batch sizes; ``"task-sets"``: chapter 5b;
-    ``"task-set-price"``: chapter 5b's full-model price of a finite set (:class:`PriceGroup`).
+    ``"task-set-price"``: chapter 5b's full-model price of a finite set (:class:`PriceGroup`);
+    ``"trained-floor"``: chapter 1's models trained at N = 10 and 32 against the floors
+    (:class:`FloorGroup`).
     """
     scale = current_scale() if scale is None else check_choice("scale", scale, SCALES)
     ex = RUNNING_EXAMPLE
@@ -71,6 +74,14 @@ def groups(scale: str | None = None) -> dict:
         seeds=pick(quick=(0, 1), full=(0, 1, 2, 3), scale=scale),
         fresh_seeds=tuple(range(pick(quick=8, full=16, scale=scale))),
         sampler=auto_sampler(ex.N, d, True))
+    # chapter 1's trained model against the floors L_inf and l*: four seeds at N = 10 and 32,
+    # 2000 steps at eta = 0.02 then 2000 at 0.002, averaged over the last 1000
+    floor_N = (10, 32)
+    out["trained-floor"] = FloorGroup(
+        s=s, N_values=floor_N, seeds=(0, 1, 2, 3),
+        samplers=tuple(auto_sampler(N, d, True) for N in floor_N), start=0.3, eta=0.02,
+        steps=2000, finish_eta=0.002, finish_steps=2000, average_from=1000, B=2048,
+        n_test=pick(quick=100_000, full=1_000_000, scale=scale))
     return out
 
 

@@ -1,21 +1,23 @@
 r"""Groups of the linear model's long SGD runs: what a group specifies, how it trains its runs,
-and how they become the arrays of one run file and back (chapters 2-5b).
+and how they become the arrays of one run file and back (chapters 1-5b).
 
-A *group* is a specification (:class:`SGDGroup`, :class:`TaskSetGroup`, :class:`PriceGroup`)
-and the keys of its runs (seeds of the SGD noise streams, with the task set and start where
-those vary); every group class does the same five things (:class:`RunGroup`): its
-specification as stored (:meth:`~RunGroup.spec`), its runs' keys (:meth:`~RunGroup.keys`),
-training one run or all (:meth:`~RunGroup.train_run`, :meth:`~RunGroup.train_all`), and its
-runs as the named arrays of one run file and back (:meth:`~RunGroup.to_arrays`,
-:meth:`~RunGroup.from_arrays`).  The runs are exactly those of
-:func:`icllib.train.train_sgd` with ``rng=numpy.random.default_rng(seed)``.
+A *group* is a specification (:class:`SGDGroup`, :class:`TaskSetGroup`, :class:`PriceGroup`,
+:class:`FloorGroup`) and the keys of its runs (seeds of the SGD noise streams, with the task
+set, start or context length where those vary); every group class does the same five things
+(:class:`RunGroup`): its specification as stored (:meth:`~RunGroup.spec`), its runs' keys
+(:meth:`~RunGroup.keys`), training one run or all (:meth:`~RunGroup.train_run`,
+:meth:`~RunGroup.train_all`), and its runs as the named arrays of one run file and back
+(:meth:`~RunGroup.to_arrays`, :meth:`~RunGroup.from_arrays`).  The runs are exactly those of
+:func:`icllib.train.train_sgd` with ``rng=numpy.random.default_rng(seed)`` (chapter 1's
+:class:`FloorGroup`: ``default_rng([seed, N])``).
 
 What is kept of a run is what the chapters use (:class:`StoredRun`, :class:`TaskSetRun`,
-:class:`PriceRun`): e.g. the diagonals of the four blocks ``p1, p2, q1, q2`` in the eigenbasis
-at every recorded step (so every mode's two pathways, book chapter 2), the batch loss, and the
-parameters averaged over the late part of the run.  Curves are stored in float32 (seven
-significant digits, far below any seed-to-seed spread the chapters compare with) and read back
-widened to float64 (:func:`icllib.runstore.load_run`); the averaged parameters in float64.
+:class:`PriceRun`, :class:`FloorRun`): e.g. the diagonals of the four blocks
+``p1, p2, q1, q2`` in the eigenbasis at every recorded step (so every mode's two pathways, book
+chapter 2), the batch loss, and the parameters averaged over the late part of the run.  Curves
+are stored in float32 (seven significant digits, far below any seed-to-seed spread the
+chapters compare with) and read back widened to float64 (:func:`icllib.runstore.load_run`);
+the averaged parameters in float64.
 
 Which groups the book has is :mod:`icllib.train.registry`; storing and loading them by name,
 :mod:`icllib.train.stored`.
@@ -28,8 +30,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..data import DataConfig, sample_task_set
-from ..model import Params
+from ..data import DataConfig, sample_statistics, sample_task_set
+from ..model import Params, predict_from_statistics
+from ..theory import converged_loss, prediction_at_convergence
 from ..validation import check_choice, check_int
 from .finite_tasks import monte_carlo_loss
 from .initialisation import balanced_init, random_init
@@ -38,7 +41,7 @@ from .stability import DivergenceError
 from .task_fitting import PathwayLosses, mean_pathway_losses
 
 __all__ = ["RunGroup", "StoredRun", "SGDGroup", "TaskSetGroup", "TaskSetRun", "PriceGroup",
-           "PriceRun"]
+           "PriceRun", "FloorGroup", "FloorRun"]
 
 BLOCKS = ("p1", "p2", "q1", "q2")
 
@@ -560,4 +563,135 @@ class PriceGroup(RunGroup):
                                 train=losses(arrays.get(f"{pre}/train")),
                                 diverged_at=(int(arrays[f"{pre}/diverged_at"])
                                              if f"{pre}/diverged_at" in arrays else None))
+        return out
+
+
+@dataclass(frozen=True)
+class FloorRun:
+    """One run of chapter 1's trained model on the floor (:class:`FloorGroup`).
+
+    Attributes
+    ----------
+    N : int
+        Context length.
+    seed : int
+        The run's seed (its generator is ``numpy.random.default_rng([seed, N])``).
+    steps : ndarray (T,)
+        Recorded steps of the first phase (every ``record_every``).
+    diagonals : ndarray (T, 4, d)
+        Diagonals of ``p1, p2, q1, q2`` in the eigenbasis at ``steps``, float32 (float64 once
+        loaded).
+    late_blocks : ndarray (4, d, d) or None
+        ``p1, p2, q1, q2`` averaged over the second phase from step ``average_from`` on,
+        float64 (None for a prefix, :meth:`FloorGroup.train` with ``steps``).
+    loss : float
+        Expected loss of the averaged model on fresh prompts: ``L_inf`` plus the mean
+        paired difference (NaN for a prefix).
+    """
+
+    N: int
+    seed: int
+    steps: np.ndarray
+    diagonals: np.ndarray
+    late_blocks: np.ndarray | None
+    loss: float
+
+    def late_params(self) -> Params:
+        """The averaged model as :class:`~icllib.model.Params` (eigenbasis)."""
+        if self.late_blocks is None:
+            raise ValueError("a prefix of a run has no averaged model")
+        return Params.from_blocks(*np.asarray(self.late_blocks, float))
+
+
+@dataclass(frozen=True)
+class FloorGroup(RunGroup):
+    """Chapter 1's SGD-trained model against the floors: for each ``N`` and seed, two phases
+    of SGD from the balanced start and the averaged model's expected loss.
+
+    Each run uses one generator, ``rng = numpy.random.default_rng([seed, N])``, throughout:
+    ``train_sgd(DataConfig(s=s, N=N), balanced_init(d, start), eta=eta, B=B, steps=steps,
+    rng=rng)``, then from its parameters ``finish_steps`` steps at ``finish_eta`` recorded at
+    every step, the blocks averaged over the records of steps ``>= average_from``; then
+    ``n_test`` fresh prompts (:func:`icllib.data.sample_statistics`, same generator) give the
+    loss ``L_inf(s, N)`` plus the mean over the prompts of the model's loss minus the
+    preconditioned estimator's (whose expected loss is ``L_inf`` exactly, so the paired
+    difference has a much smaller error than the model's loss alone).  The sampler of each
+    ``N`` (``samplers``, aligned with ``N_values``) is the one ``"auto"`` picks
+    (:func:`icllib.train.auto_sampler`).  The first phase is recorded every
+    ``record_every`` steps (recording draws no random numbers).
+    """
+
+    s: tuple
+    N_values: tuple
+    seeds: tuple
+    samplers: tuple
+    start: float
+    eta: float
+    steps: int
+    finish_eta: float
+    finish_steps: int
+    average_from: int
+    B: int
+    n_test: int
+    record_every: int = 50
+
+    KIND = "floor"
+
+    def keys(self) -> list:
+        """Every run as ``(N, seed)``, in the order of ``N_values``."""
+        return [(N, seed) for N in self.N_values for seed in self.seeds]
+
+    def train_run(self, key) -> FloorRun:
+        return self.train(*key)
+
+    def train(self, N: int, seed: int, steps: int | None = None) -> FloorRun:
+        """Train and evaluate one run (``steps``: a prefix of the first phase, no loss)."""
+        short = steps is not None
+        steps = self.steps if steps is None else check_int("steps", steps, 0, self.steps)
+        sampler = self.samplers[list(self.N_values).index(N)]
+        cfg, rng = DataConfig(s=np.array(self.s), N=N), np.random.default_rng([seed, N])
+        d = len(self.s)
+        first = train_sgd(cfg, balanced_init(d, self.start), eta=self.eta, B=self.B,
+                          steps=steps, rng=rng, record_every=self.record_every,
+                          sampler=sampler)
+        diagonals = np.stack([np.einsum("tii->ti", getattr(first, b)) for b in BLOCKS],
+                             axis=1).astype(np.float32)
+        if short:
+            return FloorRun(N, seed, first.steps.copy(), diagonals, None, float("nan"))
+        finish = train_sgd(cfg, first.params, eta=self.finish_eta, B=self.B,
+                           steps=self.finish_steps, rng=rng, record_every=1, sampler=sampler)
+        late = finish.steps >= self.average_from
+        averaged = np.stack([getattr(finish, b)[late].mean(axis=0) for b in BLOCKS])
+        test = sample_statistics(cfg, self.n_test, rng)
+        y_model = predict_from_statistics(test.Sigma_hat, test.W, test.xq,
+                                          Params.from_blocks(*averaged), N)
+        y_pc = prediction_at_convergence(test.W, test.Sigma_hat, test.xq, cfg.Sigma_x, N)
+        diff = 0.5 * np.sum((y_model - test.target) ** 2 - (y_pc - test.target) ** 2, axis=-1)
+        return FloorRun(N, seed, first.steps.copy(), diagonals, averaged,
+                        float(converged_loss(np.array(self.s), N) + diff.mean()))
+
+    @staticmethod
+    def prefix(key) -> str:
+        N, seed = key
+        return f"N{N}/seed{seed}"
+
+    def to_arrays(self, runs: dict) -> dict:
+        """``{(N, seed): FloorRun}`` as arrays ``"N<N>/seed<seed>/<name>"``."""
+        arrays = {}
+        for key, run in runs.items():
+            pre = self.prefix(key)
+            arrays[f"{pre}/steps"], arrays[f"{pre}/diagonals"] = run.steps, run.diagonals
+            arrays[f"{pre}/late_blocks"] = run.late_blocks
+            arrays[f"{pre}/loss"] = np.array(run.loss)
+        return arrays
+
+    def from_arrays(self, arrays) -> dict:
+        """The runs as ``{(N, seed): FloorRun}`` in the order of :meth:`keys`."""
+        out = {}
+        for key in self.keys():
+            pre = self.prefix(key)
+            out[key] = FloorRun(*key, steps=arrays[f"{pre}/steps"],
+                                diagonals=arrays[f"{pre}/diagonals"],
+                                late_blocks=arrays[f"{pre}/late_blocks"],
+                                loss=float(arrays[f"{pre}/loss"]))
         return out

@@ -1,6 +1,6 @@
-r"""The book's long SGD runs of the linear model: trained once, stored, reloaded (ch. 2-5b).
+r"""The book's long SGD runs of the linear model: trained once, stored, reloaded (ch. 1-5b).
 
-Chapters 2-5b compare long full-model SGD runs with the theory.  Training them every time a
+Chapters 1-5b compare long full-model SGD runs with the theory.  Training them every time a
 chapter runs would take several minutes, so ``scripts/make_linear_runs.py`` trains each
 *group* of runs once (:func:`train_group`) and stores it (:func:`save_group`) in the book's
 run store (:mod:`icllib.runstore`), as one run file ``book/data/linear/<scale>/<group>.npz``:
@@ -30,6 +30,8 @@ from ..scale import SCALES, current_scale
 from ..validation import check_choice
 from .registry import group, groups
 from .run_groups import (
+    FloorGroup,
+    FloorRun,
     PriceGroup,
     PriceRun,
     RunGroup,
@@ -40,7 +42,8 @@ from .run_groups import (
 )
 
 __all__ = ["StoredRun", "RunGroup", "SGDGroup", "TaskSetGroup", "TaskSetRun", "PriceGroup",
-           "PriceRun", "groups", "group", "train_group", "save_group", "load_group"]
+           "PriceRun", "FloorGroup", "FloorRun", "groups", "group", "train_group", "save_group",
+           "load_group"]
 
 #: the run store's chapter of the linear runs: ``book/data/linear/<scale>/``
 CHAPTER = "linear"
@@ -78,7 +81,8 @@ def save_group(name: str, runs: dict, scale: str | None = None, *, seconds: floa
 def load_group(name: str, scale: str | None = None, *, path: Path | None = None):
     """Load a stored group (:meth:`~icllib.train.run_groups.RunGroup.from_arrays`): a list of
     :class:`StoredRun` (seed order), for ``"task-sets"`` a dict ``{P: [TaskSetRun, ...]}``,
-    for ``"task-set-price"`` a dict ``{(P, task_set, start, seed): PriceRun}``.
+    for ``"task-set-price"`` a dict ``{(P, task_set, start, seed): PriceRun}``, for
+    ``"trained-floor"`` a dict ``{(N, seed): FloorRun}``.
 
     Raises
     ------
