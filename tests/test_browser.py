@@ -168,6 +168,13 @@ def test_page_loads_offline_with_math_and_images(browser, server, axe_source, pa
         assert mathjax_failed == [], f"MathJax files the site lacks: {mathjax_failed}"
         assert visit.failed == [], f"failed requests: {visit.failed}"
         assert visit.errors == [], f"console errors: {visit.errors}"
+        # Every dropdown (a collapsible proof, aside or solution) is closed when the page has
+        # loaded: what a reader opens is not on the main line (sphinx-togglebutton closes them;
+        # a box it cannot give a button, such as a proof without a title, stays open).
+        open_boxes = page.evaluate("""() => Array.from(document.querySelectorAll(
+            '.admonition.dropdown')).filter(e => !e.classList.contains('toggle-hidden'))
+            .map(e => e.textContent.trim().slice(0, 60))""")
+        assert open_boxes == [], f"dropdowns open at load: {open_boxes}"
         # Math: MathJax has typeset every formula; no raw TeX delimiters remain in the text.
         has_math = page.evaluate("document.querySelectorAll('.math, span.math, div.math').length")
         if has_math:
@@ -189,6 +196,16 @@ def test_page_loads_offline_with_math_and_images(browser, server, axe_source, pa
             assert move_every_control(page, page_path) >= 1
             assert visit.failed == [], f"failed requests: {visit.failed}"
             assert visit.errors == [], f"console errors: {visit.errors}"
+        # A click on a box's title opens that box (not another with the same id);
+        # last, since it changes what the checks above see
+        opened = page.evaluate("""() => {
+            const boxes = Array.from(document.querySelectorAll('.admonition.dropdown'));
+            const last = boxes[boxes.length - 1];
+            if (!last) return true;
+            last.querySelector('.admonition-title').click();
+            return !last.classList.contains('toggle-hidden');
+        }""")
+        assert opened, "clicking the last dropdown's title does not open it"
     finally:
         context.close()
 

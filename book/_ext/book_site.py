@@ -355,6 +355,33 @@ def _solution_code_into_its_box(app, doctree):
             body.append(cell)
 
 
+# --- Collapsible proofs ---------------------------------------------------------------------
+# sphinx-proof's {prf:proof} has no title: it writes "Proof. " into its first paragraph. With
+# `:class: dropdown` (a proof kept off the main line) sphinx-togglebutton then finds no
+# .admonition-title to put its button in, throws, and leaves this proof and every later dropdown
+# of the page open. A collapsible proof gets the title "Proof" instead of the inline prefix.
+
+
+def proof_dropdowns(doctree):
+    """The admonitions of ``{prf:proof}`` directives with the class ``dropdown``."""
+    return [node for node in doctree.findall(nodes.admonition)
+            if {"proof", "dropdown"} <= set(node["classes"])]
+
+
+def _title_collapsible_proofs(app, doctree):
+    for box in proof_dropdowns(doctree):
+        if box.children and isinstance(box.children[0], nodes.title):
+            continue
+        first = next(iter(box.findall(nodes.Text)), None)
+        if first is not None and first.astext().startswith("Proof. "):
+            first.parent.replace(first, nodes.Text(first.astext()[len("Proof. "):]))
+        box.insert(0, nodes.title("", "Proof"))
+        # every proof has the id "proof"; the toggle finds its box by id, so a shared id would
+        # make each collapsible proof's title open the first one. Without it the toggle names
+        # each box itself.
+        box["ids"] = [i for i in box["ids"] if i != "proof"]
+
+
 # --- Accessibility ----------------------------------------------------------------------------
 STATIC = Path(__file__).resolve().parent / "static"
 # Each: (what the theme writes, what the page gets). The accessible name of a control must
@@ -419,6 +446,7 @@ def setup(app):
     app.connect("build-finished", _accessible_names, priority=900)
     app.connect("doctree-read", _register_label_anchors)
     app.connect("doctree-read", _solution_code_into_its_box)
+    app.connect("doctree-read", _title_collapsible_proofs)
     app.connect("env-get-updated", _number_per_chapter, priority=900)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     # After sphinx-mathjax-offline's own build-finished handler (default priority 500), which
