@@ -183,21 +183,10 @@ def claim_holds(claim: str, ev: dict) -> bool | None:
 
 @dataclass(frozen=True)
 class PrimaryCount:
-    """One row of the long table of :func:`primary_counts`: the runs of one group that
-    satisfy one claim at its primary reading (no control, no test).
-
-    Attributes
-    ----------
-    claim : str
-        A key of :data:`PRIMARY_READINGS`.
-    positional : str
-    init_std : float
-    depth : int
-        The group: positional embedding, initialisation scale and depth (one-layer groups
-        included).
-    count : Count
-        Its runs that satisfy the claim, out of those in which it can be read.
-    """
+    """One row of the long table of :func:`primary_counts`: of the runs of one group
+    (``positional``, ``init_std``, ``depth``; one-layer groups included) in which ``claim``
+    (a key of :data:`PRIMARY_READINGS`) can be read, the ``count`` that satisfy it at its
+    primary reading (no control, no test)."""
 
     claim: str
     positional: str
@@ -216,20 +205,10 @@ class PrimaryCount:
 class PrimaryResult(ControlledCount):
     """One claim in one setting at its primary reading, with its control.
 
-    Attributes
-    ----------
-    claim : str
-        A key of :data:`PRIMARY_READINGS`.
-    positional : str
-    init_std : float
-    depth : int
-    count, control : Count
-        Runs of the setting / of its one-layer control that satisfy the claim.
-    p_control : float
-        :func:`icllib.verdicts.control_test` of ``count`` against ``control``.
-    p_base_rate : float or None
-        For an in-window claim, :func:`icllib.verdicts.base_rate_test` of the setting's
-        runs; None otherwise.
+    The fields of :class:`PrimaryCount`, and ``control`` (the setting's one-layer runs that
+    satisfy the claim), ``p_control`` (:func:`icllib.verdicts.control_test` of ``count``
+    against ``control``) and ``p_base_rate`` (for an in-window claim,
+    :func:`icllib.verdicts.base_rate_test` of the setting's runs; None otherwise).
     """
 
     claim: str
@@ -245,7 +224,6 @@ class PrimaryResult(ControlledCount):
     def setting(self) -> str:
         """``"learned, init 0.1, 2 layers"``."""
         return f"{self.positional}, init {self.init_std:g}, {self.depth} layers"
-
 
 
 def _groups(events: dict) -> dict[tuple, list[str]]:
@@ -333,24 +311,13 @@ def primary_results(events: dict) -> list[PrimaryResult]:
 class Sensitivity:
     """The best of every reading of one claim in one setting, corrected for their number.
 
-    Attributes
-    ----------
-    claim : str
-        ``"dip"`` or ``"distance lead"``.
-    setting : str
-        ``"learned, init 0.1, 2 layers"``.
-    n_readings : int
-        How many readings were tried (:mod:`.factors`: views x layers x dip tests, or views
-        x layers x truncation ranks x anchors).
-    best : str
-        The reading with the largest count (the first in the factors' order on ties).
-    count, control : Count
-        The best reading's count in the setting and in its control, at that same reading.
-    p_half, p_half_holm : float
-        One-sided binomial p-value of the best count against a rate of one half, raw and
-        Holm-adjusted over the ``n_readings`` readings.
-    p_control, p_control_holm : float
-        :func:`icllib.verdicts.control_test` of the best reading, raw and Holm-adjusted.
+    ``claim`` is ``"dip"`` or ``"distance lead"``; ``n_readings`` how many readings were tried
+    (:mod:`.factors`: views x layers x dip tests, or views x layers x ranks x anchors);
+    ``best`` the one with the largest count (the first in the factors' order on ties), with
+    its ``count`` in the setting and ``control`` at the same reading; ``p_half`` its
+    one-sided binomial p-value against one half and ``p_control`` its
+    :func:`icllib.verdicts.control_test`, each also Holm-adjusted over the readings
+    (``p_half_holm``, ``p_control_holm``).
     """
 
     claim: str
