@@ -253,13 +253,11 @@ class TaskSetRun:
 
 
 @dataclass(frozen=True)
-class TaskSetGroup(RunGroup):
-    """Chapter 5b's runs: for each ``P``, one task set (seed ``task_seed + P``), SGD seeds.
-
-    For each ``P`` in ``P_values`` (None: fresh tasks) and each seed in ``seeds_for(P)``, SGD
-    from the balanced start ``start`` with ``B`` prompts per step for ``steps`` steps; then,
-    with the same generator, the Monte Carlo losses of :class:`TaskSetRun`.
-    """
+class FiniteTaskGroup(RunGroup):
+    """What chapter 5b's groups share: SGD on the spectrum ``s`` at context ``N`` with step
+    ``eta`` and ``B`` prompts per step for ``steps`` steps from the balanced start ``start``;
+    :meth:`config` is the data of ``P`` tasks (None: fresh tasks). The subclasses' own fields
+    follow these in their specification."""
 
     s: tuple
     N: int
@@ -267,6 +265,20 @@ class TaskSetGroup(RunGroup):
     B: int
     steps: int
     start: float
+
+    def config(self, P) -> DataConfig:
+        return DataConfig(s=np.array(self.s), N=self.N, P=P)
+
+
+@dataclass(frozen=True)
+class TaskSetGroup(FiniteTaskGroup):
+    """Chapter 5b's runs: for each ``P``, one task set (seed ``task_seed + P``), SGD seeds.
+
+    For each ``P`` in ``P_values`` (None: fresh tasks) and each seed in ``seeds_for(P)``, SGD
+    from the balanced start ``start`` with ``B`` prompts per step for ``steps`` steps; then,
+    with the same generator, the Monte Carlo losses of :class:`TaskSetRun`.
+    """
+
     P_values: tuple
     seeds: tuple                 # for the P in many_seeds_P
     many_seeds_P: tuple
@@ -289,9 +301,6 @@ class TaskSetGroup(RunGroup):
 
     def train_run(self, key) -> TaskSetRun:
         return self.train(*key)
-
-    def config(self, P) -> DataConfig:
-        return DataConfig(s=np.array(self.s), N=self.N, P=P)
 
     def tasks(self, P):
         """The task set of ``P`` (None for fresh tasks)."""
@@ -414,7 +423,7 @@ _LOSS_FIELDS = ("loss", "loss_se", "ablated", "ablated_se", "rms", "target_rms")
 
 
 @dataclass(frozen=True)
-class PriceGroup(RunGroup):
+class PriceGroup(FiniteTaskGroup):
     """Chapter 5b's price of a finite task set: the full model on many sets, two starts.
 
     For each ``P`` in ``P_values`` and each ``k < n_sets`` the task set is
@@ -433,12 +442,6 @@ class PriceGroup(RunGroup):
     from ``default_rng([eval_seed, P, k])``.
     """
 
-    s: tuple
-    N: int
-    eta: float
-    B: int
-    steps: int
-    start: float
     random_scale: float
     P_values: tuple
     n_sets: int
@@ -465,9 +468,6 @@ class PriceGroup(RunGroup):
 
     def train_run(self, key) -> PriceRun:
         return self.train(*key)
-
-    def config(self, P) -> DataConfig:
-        return DataConfig(s=np.array(self.s), N=self.N, P=P)
 
     def tasks(self, P, k: int = 0):
         """Task set ``k`` of ``P`` tasks (None for fresh tasks)."""
