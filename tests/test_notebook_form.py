@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import jupytext
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted(p for p in (ROOT / "book").glob("*.md")
@@ -38,39 +37,54 @@ def test_there_are_chapters():
     assert len(CHAPTERS) >= 9
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_saving_the_chapter_from_jupyterlab_writes_the_same_bytes(path):
-    source = path.read_text(encoding="utf-8")
+def failing_chapters(problems_of) -> dict:
+    """``{chapter: its problems}`` for each chapter where ``problems_of(path)`` (a list of what
+    is wrong) is not empty: one test per property names every chapter that breaks it."""
+    found = {path.name: problems_of(path) for path in CHAPTERS}
+    return {name: problems for name, problems in found.items() if problems}
+
+
+def saved_form_problems(path) -> list:
     nb = jupytext.read(path)
     nb.metadata["kernelspec"] = _ipykernel_spec()
-    written = jupytext.writes(nb, fmt="md:myst")
-    assert written == source, (
-        f"{path.name} is not in the form jupytext writes; normalise it with "
-        f"`.venv/bin/python scripts/normalise_chapters.py`")
+    same = jupytext.writes(nb, fmt="md:myst") == path.read_text(encoding="utf-8")
+    return [] if same else ["not in the form jupytext writes"]
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_solution_code_is_collapsed_in_the_notebook_and_hidden_on_the_page(path):
+def test_saving_each_chapter_from_jupyterlab_writes_the_same_bytes():
+    assert failing_chapters(saved_form_problems) == {}, (
+        "normalise with `.venv/bin/python scripts/normalise_chapters.py`")
+
+
+def solution_form_problems(path) -> list:
     """Every code cell right after a solution box is the reference solution: collapsed in
     JupyterLab (``jupyter.source_hidden``) and behind a toggle on the web page
     (``hide-input``; the site moves it into the solution box, book/_ext/book_site.py), and no
     gated solution (solution-start/end, whose code cells JupyterLab shows) is left. A cell is
     collapsed in JupyterLab exactly when the page hides its source (hide-input, remove-input)."""
     text = path.read_text(encoding="utf-8")
-    assert "{solution-start}" not in text and "{solution-end}" not in text
+    problems = ["a gated solution"] if "{solution-start}" in text or "{solution-end}" in text \
+        else []
     cells = jupytext.read(path).cells
     for before, cell in zip(cells, cells[1:]):
         if before.cell_type == "markdown" and ends_with_a_solution(before.source) \
                 and cell.cell_type == "code":
-            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, cell.source[:80]
-            assert "hide-input" in cell.metadata.get("tags", []), cell.source[:80]
+            if cell.metadata.get("jupyter", {}).get("source_hidden") is not True:
+                problems.append(f"solution open in JupyterLab: {cell.source[:60]}")
+            if "hide-input" not in cell.metadata.get("tags", []):
+                problems.append(f"solution shown on the page: {cell.source[:60]}")
     for cell in cells:
         hidden = cell.metadata.get("jupyter", {}).get("source_hidden") is True
         tags = set(cell.metadata.get("tags", []))
-        if "hide-input" in tags:
-            assert hidden, cell.source[:80]
-        if hidden:      # remove-input cells: see the next test
-            assert tags & {"hide-input", "remove-input"}, cell.source[:80]
+        if "hide-input" in tags and not hidden:
+            problems.append(f"hidden on the page, open in JupyterLab: {cell.source[:60]}")
+        if hidden and not tags & {"hide-input", "remove-input"}:  # remove-input: next test
+            problems.append(f"collapsed in JupyterLab, shown on the page: {cell.source[:60]}")
+    return problems
+
+
+def test_solution_code_is_collapsed_in_the_notebook_and_hidden_on_the_page():
+    assert failing_chapters(solution_form_problems) == {}
 
 
 def hidden_check_cells(path):
@@ -81,15 +95,14 @@ def hidden_check_cells(path):
             and {"remove-input", "remove-output"} & set(cell.metadata.get("tags", []))]
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_hidden_check_cells_are_collapsed_in_the_notebook(path):
+def test_hidden_check_cells_are_collapsed_in_the_notebook():
     """A cell the web page hides (``remove-input``) is collapsed in JupyterLab and on Binder
     (``jupyter.source_hidden``), so the notebook's reader sees its one-line placeholder, not
     a page of asserts."""
-    open_cells = [f"cell {n}: {cell.source.strip().splitlines()[0][:70]}"
-                  for n, cell in hidden_check_cells(path)
-                  if cell.metadata.get("jupyter", {}).get("source_hidden") is not True]
-    assert open_cells == [], f"{path.name}: hidden cells shown in JupyterLab: {open_cells}"
+    assert failing_chapters(lambda path: [
+        f"cell {n} shown in JupyterLab: {cell.source.strip().splitlines()[0][:70]}"
+        for n, cell in hidden_check_cells(path)
+        if cell.metadata.get("jupyter", {}).get("source_hidden") is not True]) == {}
 
 
 # A comment that tells the check's history (what an earlier version did, what was tried once)
@@ -108,9 +121,8 @@ def history_comments(cells):
     return found
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_hidden_checks_say_what_they_check_not_their_history(path):
-    assert history_comments(hidden_check_cells(path)) == []
+def test_hidden_checks_say_what_they_check_not_their_history():
+    assert failing_chapters(lambda path: history_comments(hidden_check_cells(path))) == {}
 
 
 def test_a_history_comment_is_found():
@@ -129,31 +141,35 @@ def test_no_solution_is_an_open_box():
             assert ":class: dropdown" in m.group(1), f"{path.name}: a solution shown open"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_no_code_cell_is_tagged_remove_cell(path):
+def test_no_code_cell_is_tagged_remove_cell():
     """The book executes inline (``nb_execution_mode: inline``, for ``{eval}``), and inline
     execution drops ``remove-cell`` cells before running them: a hidden check tagged so would
     never run in the build, and a variable it defines would be missing.  Hidden cells are
     tagged ``remove-input`` and ``remove-output`` instead."""
-    for cell in jupytext.read(path).cells:
-        if cell.cell_type == "code":
-            assert "remove-cell" not in cell.metadata.get("tags", []), cell.source[:80]
+    assert failing_chapters(lambda path: [
+        cell.source[:80] for cell in jupytext.read(path).cells
+        if cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", [])]) == {}
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_evaluated_inline_expressions_are_not_saved_into_the_chapter(path):
+def inline_expression_problems(path) -> list:
     """jupyterlab-myst keeps the values of a markdown cell's {eval} roles in the cell's
     metadata (``user_expressions``); the chapter's jupytext header filters them out, so a
     reader who runs and saves a chapter in JupyterLab writes back the same bytes."""
     import copy
 
     nb = jupytext.read(path)
-    assert nb.metadata["jupytext"].get("cell_metadata_filter") == "-user_expressions"
+    if nb.metadata["jupytext"].get("cell_metadata_filter") != "-user_expressions":
+        return ["the header does not filter out user_expressions"]
     evaluated = copy.deepcopy(nb)
     for cell in evaluated.cells:
         if cell.cell_type == "markdown":
             cell.metadata["user_expressions"] = [{"expression": "x", "result": {}}]
-    assert jupytext.writes(evaluated, fmt="md:myst") == jupytext.writes(nb, fmt="md:myst")
+    same = jupytext.writes(evaluated, fmt="md:myst") == jupytext.writes(nb, fmt="md:myst")
+    return [] if same else ["{eval} values are written back into the chapter"]
+
+
+def test_evaluated_inline_expressions_are_not_saved_into_the_chapter():
+    assert failing_chapters(inline_expression_problems) == {}
 
 
 def test_nbval_fails_a_chapter_cell_that_writes_to_stderr(tmp_path):
@@ -244,9 +260,8 @@ def forward_references(path):
     return found
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_no_reference_points_to_a_later_cell_of_the_same_chapter(path):
-    assert forward_references(path) == []
+def test_no_reference_points_to_a_later_cell_of_the_same_chapter():
+    assert failing_chapters(forward_references) == {}
 
 
 def test_a_forward_reference_is_found(tmp_path):
