@@ -46,11 +46,28 @@ def test_binder_reads_environment_yml_and_postbuild():
         assert not (ROOT / shadow).exists(), f"{shadow} would change what Binder installs"
     assert (ROOT / "environment.yml").is_file()
     assert (ROOT / "runtime.txt").read_text().strip() == "python-3.11"
-    post = (ROOT / "postBuild").read_text()
-    assert "--no-deps -e ." in post and "scripts/jupyterlab_settings.py" in post
-    # The local environment is set up by the same lock and postBuild.
-    setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert "-r \"$requirements\"" in setup and "bash postBuild" in setup
+    # The local environment holds the same lock (tests/test_environment.py) and ran postBuild:
+
+
+def test_the_set_up_ran_postbuild_icllib_editable_from_this_checkout():
+    """postBuild installs icllib editable from the checkout (so a chapter imports the code
+    beside it) and JupyterLab's settings into the environment (chapters open as notebooks)."""
+    import importlib.metadata
+    import json
+    import sys
+    import sysconfig
+
+    import icllib
+
+    assert Path(icllib.__file__).resolve().is_relative_to(ROOT), icllib.__file__
+    # the installed distribution (not the checkout's own icllib.egg-info, which the working
+    # directory would put first on the path)
+    (dist,) = importlib.metadata.distributions(name="icllib",
+                                               path=[sysconfig.get_paths()["purelib"]])
+    direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    assert direct.get("dir_info", {}).get("editable") is True, direct
+    overrides = Path(sys.prefix) / "share/jupyter/lab/settings/overrides.json"
+    assert overrides.is_file(), "postBuild's scripts/jupyterlab_settings.py did not run"
 
 
 def test_jupyterlab_opens_only_markdown_chapters_as_notebooks(tmp_path):
@@ -77,8 +94,6 @@ def test_every_chapter_is_in_the_table_of_contents():
 def test_readme_commands_and_ci_entry_point():
     readme = (ROOT / "README.md").read_text()
     assert "bash scripts/build.sh" in readme and "bash scripts/test.sh" in readme
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert "bash scripts/test.sh" in ci
     for script in ("setup.sh", "build.sh", "test.sh"):
         assert (ROOT / "scripts" / script).is_file()
 
@@ -318,6 +333,24 @@ def test_the_test_command_runs_every_test_once_under_its_kernels_and_threads(sta
     (build,) = [c for c in calls if c["what"] == "build"]
     assert all(build["env"][k] is None for k in SWITCHES), build
     assert {k: build["env"][k] for k in THREADS} == dict.fromkeys(THREADS, threads)
+
+
+def test_ci_runs_the_test_command(stand_in_repo, tmp_path):
+    """.ci/run (what CI calls on a clean clone) runs scripts/test.sh, and fails when it does."""
+    import json
+    import shutil
+    import subprocess
+
+    repo, env, _ = stand_in_repo
+    (repo / ".ci").mkdir(exist_ok=True)
+    shutil.copy2(ROOT / ".ci" / "run", repo / ".ci" / "run")
+    for rc in ("0", "1"):
+        log = tmp_path / f"calls{rc}.jsonl"
+        done = subprocess.run(["bash", ".ci/run"], cwd=repo, capture_output=True, text=True,
+                              env={**env, "RECORD_LOG": str(log), "RUFF_RC": rc}, timeout=120)
+        whats = [json.loads(line)["what"] for line in log.read_text().splitlines()]
+        assert whats[0] == "ruff" and (done.returncode == 0) == (rc == "0"), done.stderr[-2000:]
+        assert ("build" in whats) == (rc == "0"), whats
 
 
 def test_a_lint_error_stops_the_test_command_before_any_test(stand_in_repo, tmp_path):
