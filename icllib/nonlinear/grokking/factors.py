@@ -1,7 +1,8 @@
 r"""The metric choices of chapter 7 as experimental factors: truncation rank and aggregation.
 
 The subspace distance of a checkpointed matrix to its final value (book chapter 7, 'The
-metrics') needs a truncation rank ``r`` for ``M(t)``.  Chapter 7 varies it over three levels
+metrics') needs a truncation rank ``r`` for ``M(t)``.  Chapter 7's evidence page (its factor
+grid) varies it over three levels
 (:data:`RANKS`):
 
 * ``"final"``: ``r`` = the numerical rank of the reference ``M(T)`` at the relative cut
