@@ -268,10 +268,10 @@ def half_way_time(t, y, *, min_change: float = 0.0) -> float:
 
     The first ``t_i`` with ``|y_i - y_T| <= |y_0 - y_T| / 2`` (book chapter 6, 'Three metrics', and
     chapter 7, 'The jump, and when a curve has fallen').  For a monotone curve that is where it has
-    come half-way from its first to its last value; for a distance to the last checkpoint (``y_T =
-    0``) it is where the distance has halved.  A curve that overshoots its end value early does not
-    count as half-way while it is further beyond the end value than half the initial gap.  No
-    interpolation: the half-times of chapters 6 and 7 are checkpoint steps.
+    come half-way from its first to its last value; for a distance to the last checkpoint
+    (``y_T = 0``) it is where the distance has halved.  A curve that overshoots its end value
+    early does not count as half-way while it is further beyond the end value than half the
+    initial gap.  No interpolation: the half-times of chapters 6 and 7 are checkpoint steps.
 
     Parameters
     ----------
