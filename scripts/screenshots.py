@@ -29,8 +29,12 @@ def main():
     ap.add_argument("--out", default="/tmp/screenshots")
     ap.add_argument("--move", action="store_true")
     ap.add_argument("--width", type=int, default=1280)
+    ap.add_argument("--site", type=Path, default=SITE,
+                    help="the built site to serve (default _build/html; a copy stays put while "
+                         "the book is rebuilt)")
     args = ap.parse_args()
-    pages = args.pages or sorted(str(p.relative_to(SITE)) for p in (SITE / "book").glob("*.html"))
+    site = args.site
+    pages = args.pages or sorted(str(p.relative_to(site)) for p in (site / "book").glob("*.html"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -38,7 +42,7 @@ def main():
         def log_message(self, *a):
             pass
 
-    handler = functools.partial(Quiet, directory=str(SITE))
+    handler = functools.partial(Quiet, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
