@@ -1,6 +1,6 @@
 r"""The linear bridge: what the linear theory predicts the chapter-6 metrics do (book chapter 6).
 
-In the linear model learned from a small start the matrix ``p_2 q_1`` (in the eigenbasis of
+In the linear model learned from a small start the matrix ``p_y q_x`` (in the eigenbasis of
 the input covariance) is ``diag(a(t))``, and the modes rise one after another (book chapters
 2-4).  Two of chapter 6's measurements then have exact readings ('A linear bridge'):
 
