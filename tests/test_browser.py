@@ -556,7 +556,7 @@ def answer_quiz(page):
             field.press("Enter")
         return act
 
-    for answer in ("p₂q₁ and p₁q₂", "p₁q₁ and p₂q₂"):    # linear in W; not or twice
+    for answer in ("pyqx and pxqy", "pxqx and pyqy"):    # linear in W; not or twice
         answered(QUIZ_PATHWAYS, answer, click(answer))
     for answer in (f"{N / (N + 1):.2f}", shrinkage):     # own noise only; the whole s_inf
         answered(QUIZ_SHRINKAGE, answer, type_number(answer))
@@ -578,7 +578,7 @@ def test_a_quiz_gives_feedback_on_a_wrong_and_a_right_answer_offline(browser, se
         settle(page)
         seen = answer_quiz(page)
         assert [(answer, verdict) for answer, verdict, _ in seen] == [
-            ("p₂q₁ and p₁q₂", "incorrect"), ("p₁q₁ and p₂q₂", "correct"),
+            ("pyqx and pxqy", "incorrect"), ("pxqx and pyqy", "correct"),
             (seen[2][0], "incorrect"), (seen[3][0], "correct")], seen
         assert "linear in W" in seen[0][2] and "leakage" in seen[2][2], seen
         # the answered buttons' colours have finished changing before axe-core measures them
