@@ -269,3 +269,62 @@ def test_a_forward_reference_is_found(tmp_path):
     probe.write_text("See {prf:ref}`later` and [it](#later).\n\n```{prf:proposition} T\n"
                      ":label: later\n\nText.\n```\n\nAgain {prf:ref}`later`.\n")
     assert forward_references(probe) == [(1, "later"), (1, "later")]
+
+
+EVAL_ROLE = re.compile(r"\{eval\}`([^`]+)`")
+
+
+def names_bound_by(source: str) -> set:
+    """The names a code cell binds: assignment and loop targets, defs, classes, imports."""
+    import ast
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    # IPython turns magics (%matplotlib ...) into Python first, as the kernel does
+    tree = ast.parse(TransformerManager().transform_cell(source))
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return bound
+
+
+def evals_before_their_definition(path) -> list:
+    """``[name]`` of each {eval} role whose name no earlier code cell binds.
+
+    Inline execution evaluates a role when the page reaches it, so the cell that computes a
+    number must come before the prose that shows it; nbval runs only the code cells and cannot
+    see this (the build fails with a NameError warning, minutes later)."""
+    import ast
+    import builtins
+
+    bound, found = set(dir(builtins)), []
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "code":
+            bound |= names_bound_by(cell.source)
+            continue
+        for expression in EVAL_ROLE.findall(cell.source):
+            used = {node.id for node in ast.walk(ast.parse(expression, mode="eval"))
+                    if isinstance(node, ast.Name)}
+            found += sorted(used - bound)
+    return found
+
+
+def test_every_eval_role_comes_after_the_cell_that_computes_it():
+    assert failing_chapters(evals_before_their_definition) == {}
+
+
+def test_an_eval_role_before_its_cell_is_found(tmp_path):
+    import nbformat
+
+    probe = tmp_path / "probe.md"
+    cells = [nbformat.v4.new_code_cell("%matplotlib inline\nearly_txt = '1'"),
+             nbformat.v4.new_markdown_cell("Early {eval}`early_txt`, late {eval}`late_txt + early_txt`."),
+             nbformat.v4.new_code_cell("late_txt, other = '2', 3"),
+             nbformat.v4.new_markdown_cell("Now {eval}`late_txt`.")]
+    jupytext.write(nbformat.v4.new_notebook(cells=cells), probe, fmt="md:myst")
+    assert evals_before_their_definition(probe) == ["late_txt"]
