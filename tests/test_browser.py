@@ -517,7 +517,7 @@ def test_no_page_shows_a_warning_or_stderr_output():
 # (which pathways hold W not at all or twice) and its shrinkage factor, computed by icllib.
 QUIZ_PAGE = "book/01-setup.html"
 QUIZ_PATHWAYS = "can only add noise"             # the two questions, found by their text
-QUIZ_SHRINKAGE = "does the trained estimator pass on"
+QUIZ_SHRINKAGE = "does the best preconditioned step pass on"
 QUIZ_TIMEOUT_MS = 30_000
 
 
@@ -558,7 +558,7 @@ def answer_quiz(page):
 
     for answer in ("pyqx and pxqy", "pxqx and pyqy"):    # linear in W; not or twice
         answered(QUIZ_PATHWAYS, answer, click(answer))
-    for answer in (f"{N / (N + 1):.2f}", shrinkage):     # own noise only; the whole s_inf
+    for answer in (f"{N / (N + 1):.2f}", shrinkage):     # Tr S / N dropped; the whole s_inf
         answered(QUIZ_SHRINKAGE, answer, type_number(answer))
     return seen
 
