@@ -323,7 +323,8 @@ def test_an_eval_role_before_its_cell_is_found(tmp_path):
 
     probe = tmp_path / "probe.md"
     cells = [nbformat.v4.new_code_cell("%matplotlib inline\nearly_txt = '1'"),
-             nbformat.v4.new_markdown_cell("Early {eval}`early_txt`, late {eval}`late_txt + early_txt`."),
+             nbformat.v4.new_markdown_cell("Early {eval}`early_txt`, "
+                                           "late {eval}`late_txt + early_txt`."),
              nbformat.v4.new_code_cell("late_txt, other = '2', 3"),
              nbformat.v4.new_markdown_cell("Now {eval}`late_txt`.")]
     jupytext.write(nbformat.v4.new_notebook(cells=cells), probe, fmt="md:myst")
