@@ -443,7 +443,9 @@ def test_chapter_runs_as_a_notebook_in_jupyterlab(lab, lab_page, chapter):
         page.wait_for_function(KERNEL_IDLE, timeout=START_TIMEOUT_S * 1000)
         has_proofs = "{prf:" in source.decode()
         if has_proofs:
-            title = page.locator("aside.myst-proof .myst-proof-title").first
+            # the first proof title a reader sees: a statement moved into a collapsed
+            # dropdown renders too, but hidden, so it cannot be waited for as visible
+            title = page.locator("aside.myst-proof .myst-proof-title >> visible=true").first
             title.wait_for(timeout=30_000)
             assert title.inner_text().split()[0] in {"Definition", "Proposition", "Theorem", "Lemma"}
         # Solutions: the boxes are collapsed dropdowns (their text unseen), and the reference
